@@ -1,0 +1,71 @@
+/*
+ * sparse.h: compressed-column sparse matrices with a pattern fixed once,
+ * and the KLU wrapper that factors them.
+ *
+ * Assembly follows the rule "pattern once, values many times": a caller
+ * declares every (row, col) entry it will ever write with
+ * emn_sparse_reserve(), which returns a handle; emn_sparse_finalize() builds
+ * the CSC pattern (duplicates merged) and turns each handle into a slot, an
+ * index into Ax.  In the Newton loop the caller only zeroes Ax and adds into
+ * Ax[slot].
+ *
+ * emn_lu follows KLU's own split: klu_analyze once per pattern, klu_factor
+ * the first time, klu_refactor afterwards (same pivots), and a fresh
+ * klu_factor when the reciprocal pivot growth / condition estimate says the
+ * old pivot order has gone bad.
+ */
+#ifndef EMN_SPARSE_H
+#define EMN_SPARSE_H
+
+#include <stdbool.h>
+
+typedef struct emn_sparse {
+    int n;                  /* square: n x n */
+    int nnz;
+    int *Ap;                /* n+1 column pointers */
+    int *Ai;                /* nnz row indices, sorted within each column */
+    double *Ax;             /* nnz values */
+    /* construction */
+    struct { int *v; int n, cap; } ti, tj;      /* reserved entries */
+    int *slot;              /* handle -> index into Ax, after finalize */
+} emn_sparse;
+
+void emn_sparse_init(emn_sparse *A, int n);
+/* Declare entry (i, j); returns a handle (0, 1, 2, ...). */
+int emn_sparse_reserve(emn_sparse *A, int i, int j);
+/* Build the pattern.  Every row and column gets a diagonal entry so that
+ * the pattern is structurally usable even where values are zero. */
+void emn_sparse_finalize(emn_sparse *A);
+/* Slot of a handle, after finalize. */
+static inline int emn_sparse_slot(const emn_sparse *A, int handle) { return A->slot[handle]; }
+/* Slot of (i, j) by binary search, or -1 if not in the pattern. */
+int emn_sparse_find(const emn_sparse *A, int i, int j);
+void emn_sparse_zero(emn_sparse *A);
+/* y = A x (y and x of length n, distinct). */
+void emn_sparse_matvec(const emn_sparse *A, const double *x, double *y);
+void emn_sparse_free(emn_sparse *A);
+
+typedef struct emn_lu emn_lu;
+
+typedef struct emn_lu_stats {
+    long analyses;          /* klu_analyze calls */
+    long factors;           /* klu_factor calls (full, with pivoting) */
+    long refactors;         /* klu_refactor calls */
+    long solves;
+} emn_lu_stats;
+
+emn_lu *emn_lu_new(void);
+/*
+ * Factor A (analyzing its pattern on first use).  Returns 0 on success, or
+ * -1 if A is singular; then *bad_col (if non-NULL) is a column with a zero
+ * pivot, in A's numbering.
+ */
+int emn_lu_factor(emn_lu *lu, const emn_sparse *A, int *bad_col);
+/* Solve A x = b in place (b becomes x), with the last factorization. */
+int emn_lu_solve(emn_lu *lu, double *b);
+/* Reciprocal condition estimate of the last factorization (klu_rcond). */
+double emn_lu_rcond(emn_lu *lu);
+const emn_lu_stats *emn_lu_get_stats(const emn_lu *lu);
+void emn_lu_free(emn_lu **lu);
+
+#endif

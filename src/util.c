@@ -1,0 +1,168 @@
+/*
+ * util.c: allocation that cannot fail quietly, arenas, text buffers and the
+ * clock.  Nothing here knows about circuits.
+ */
+#include "config.h"
+#include "util.h"
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static void out_of_memory(size_t size)
+{
+    fprintf(stderr, "emnet: error: out of memory (allocating %zu bytes)\n", size);
+    exit(3);
+}
+
+void *emn_xmalloc(size_t size)
+{
+    void *p = malloc(size ? size : 1);
+    if (!p) out_of_memory(size);
+    return p;
+}
+
+void *emn_xcalloc(size_t n, size_t size)
+{
+    void *p = calloc(n ? n : 1, size ? size : 1);
+    if (!p) out_of_memory(n * size);
+    return p;
+}
+
+void *emn_xrealloc(void *p, size_t size)
+{
+    void *q = realloc(p, size ? size : 1);
+    if (!q) out_of_memory(size);
+    return q;
+}
+
+char *emn_xstrdup(const char *s)
+{
+    return emn_xstrndup(s, strlen(s));
+}
+
+char *emn_xstrndup(const char *s, size_t n)
+{
+    char *d = emn_xmalloc(n + 1);
+    memcpy(d, s, n);
+    d[n] = '\0';
+    return d;
+}
+
+char *emn_xasprintf(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    char *s = emn_xmalloc((size_t)n + 1);
+    va_start(ap, fmt);
+    vsnprintf(s, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    return s;
+}
+
+char *emn_strlower(char *s)
+{
+    for (char *p = s; *p; p++) *p = (char)tolower((unsigned char)*p);
+    return s;
+}
+
+bool emn_streq_nocase(const char *a, const char *b)
+{
+    for (; *a && *b; a++, b++)
+        if (tolower((unsigned char)*a) != tolower((unsigned char)*b)) return false;
+    return *a == *b;
+}
+
+/* Blocks of at least 64 KiB; a request larger than that gets its own block. */
+struct arena_block { struct arena_block *next; size_t used, size; max_align_t data[]; };
+struct emn_arena { struct arena_block *head; };
+
+emn_arena *emn_arena_new(void)
+{
+    return emn_xcalloc(1, sizeof(emn_arena));
+}
+
+void *emn_arena_alloc(emn_arena *a, size_t size)
+{
+    size = (size + 15) & ~(size_t)15;
+    struct arena_block *b = a->head;
+    if (!b || b->size - b->used < size) {
+        size_t cap = size > 65536 ? size : 65536;
+        b = emn_xmalloc(sizeof *b + cap);
+        b->size = cap;
+        b->used = 0;
+        b->next = a->head;
+        a->head = b;
+    }
+    void *p = (char *)b->data + b->used;
+    b->used += size;
+    memset(p, 0, size);
+    return p;
+}
+
+char *emn_arena_strdup(emn_arena *a, const char *s)
+{
+    return emn_arena_strndup(a, s, strlen(s));
+}
+
+char *emn_arena_strndup(emn_arena *a, const char *s, size_t n)
+{
+    char *d = emn_arena_alloc(a, n + 1);
+    memcpy(d, s, n);
+    d[n] = '\0';
+    return d;
+}
+
+void emn_arena_free(emn_arena **pa)
+{
+    if (!pa || !*pa) return;
+    struct arena_block *b = (*pa)->head;
+    while (b) {
+        struct arena_block *next = b->next;
+        free(b);
+        b = next;
+    }
+    free(*pa);
+    *pa = NULL;
+}
+
+double emn_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void emn_buf_printf(emn_buf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    EMN_GROW(*b, b->n + n + 1);
+    va_start(ap, fmt);
+    vsnprintf(b->v + b->n, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    b->n += n;
+}
+
+void emn_buf_puts(emn_buf *b, const char *s)
+{
+    int n = (int)strlen(s);
+    EMN_GROW(*b, b->n + n + 1);
+    memcpy(b->v + b->n, s, (size_t)n + 1);
+    b->n += n;
+}
+
+void emn_buf_free(emn_buf *b)
+{
+    free(b->v);
+    b->v = NULL;
+    b->n = b->cap = 0;
+}

@@ -1,0 +1,68 @@
+/*
+ * util.h: memory, arenas, growable arrays and string helpers shared by every
+ * module.  Allocation failure is not recoverable in a command-line tool, so
+ * the emn_x* allocators print one line and exit with status 3 instead of
+ * returning NULL; callers never test for NULL.
+ */
+#ifndef EMN_UTIL_H
+#define EMN_UTIL_H
+
+#include <stddef.h>
+#include <stdbool.h>
+
+void *emn_xmalloc(size_t size);
+void *emn_xcalloc(size_t n, size_t size);
+void *emn_xrealloc(void *p, size_t size);
+char *emn_xstrdup(const char *s);
+char *emn_xstrndup(const char *s, size_t n);
+/* printf into a freshly allocated string */
+char *emn_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Lower-case s in place (ASCII) and return it. */
+char *emn_strlower(char *s);
+/* Case-insensitive equality (ASCII). */
+bool emn_streq_nocase(const char *a, const char *b);
+
+/*
+ * Growable array: a struct with members `v` (the items), `n` (count) and
+ * `cap`.  EMN_PUSH appends one item, growing geometrically.
+ *   struct { double *v; int n, cap; } xs = {0};
+ *   EMN_PUSH(xs, 1.5);
+ */
+#define EMN_GROW(a, need)                                                   \
+    do {                                                                    \
+        if ((need) > (a).cap) {                                             \
+            int emn_nc_ = (a).cap ? 2 * (a).cap : 8;                        \
+            while (emn_nc_ < (need)) emn_nc_ *= 2;                          \
+            (a).v = emn_xrealloc((a).v, (size_t)emn_nc_ * sizeof *(a).v);   \
+            (a).cap = emn_nc_;                                              \
+        }                                                                   \
+    } while (0)
+#define EMN_PUSH(a, item)                                                   \
+    do {                                                                    \
+        EMN_GROW(a, (a).n + 1);                                             \
+        (a).v[(a).n++] = (item);                                            \
+    } while (0)
+
+/*
+ * Arena: many small allocations freed together.  Expressions and the
+ * netlist model live in one; freeing the arena frees them all, which keeps
+ * error paths (and the fuzzer's leak checks) simple.
+ */
+typedef struct emn_arena emn_arena;
+emn_arena *emn_arena_new(void);
+void *emn_arena_alloc(emn_arena *a, size_t size);   /* zeroed, 16-aligned */
+char *emn_arena_strdup(emn_arena *a, const char *s);
+char *emn_arena_strndup(emn_arena *a, const char *s, size_t n);
+void emn_arena_free(emn_arena **a);                 /* accepts NULL */
+
+/* Seconds of wall-clock time from a monotonic clock. */
+double emn_now(void);
+
+/* Growable character buffer for building text. */
+typedef struct emn_buf { char *v; int n, cap; } emn_buf;
+void emn_buf_printf(emn_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void emn_buf_puts(emn_buf *b, const char *s);
+void emn_buf_free(emn_buf *b);
+
+#endif

@@ -1,0 +1,60 @@
+# lib.sh: shared helpers for the netlist test scripts.  Each script sources
+# this file, calls the check functions below (each prints one TAP line), and
+# ends with `done_testing`.
+#
+# Environment (set by `make check`): EMNET (the binary), top_srcdir.
+: "${EMNET:=$(pwd)/emnet}"
+: "${top_srcdir:=$(cd "$(dirname "$0")/.." && pwd)}"
+TESTS_DIR="$top_srcdir/tests"
+tap_n=0
+tap_failed=0
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/emnet-test.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+
+ok() {          # ok STATUS NAME [DIAGNOSTIC...]
+    local status=$1 name=$2
+    shift 2
+    tap_n=$((tap_n + 1))
+    if [ "$status" -eq 0 ]; then
+        echo "ok $tap_n - $name"
+    else
+        tap_failed=$((tap_failed + 1))
+        echo "not ok $tap_n - $name"
+        for line in "$@"; do printf '%s\n' "$line" | sed 's/^/# /'; done
+    fi
+}
+
+skip() {        # skip NAME REASON
+    tap_n=$((tap_n + 1))
+    echo "ok $tap_n - $1 # SKIP $2"
+}
+
+# run_emnet ARGS...: runs emnet in $WORK, sets $rc, $out (stdout), $err (stderr)
+run_emnet() {
+    (cd "$WORK" && "$EMNET" "$@" >"$WORK/stdout" 2>"$WORK/stderr")
+    rc=$?
+    out=$(cat "$WORK/stdout")
+    err=$(cat "$WORK/stderr")
+}
+
+# check_numeric GOT WANT RELTOL ABSTOL NAME: compare two table files column by
+# column (same header, same rows); passes if every |got-want| <= abstol +
+# reltol*max|want column|.
+check_table() {
+    local got=$1 want=$2 reltol=$3 abstol=$4 name=$5 msg
+    msg=$(awk -v rt="$reltol" -v at="$abstol" '
+        NR == FNR { if (FNR == 1) { hw = $0; next } for (i = 1; i <= NF; i++) W[FNR, i] = $i; nw = FNR;
+                    for (i = 2; i <= NF; i++) { a = $i < 0 ? -$i : $i; if (a > pk[i]) pk[i] = a } next }
+        FNR == 1 { if ($0 != hw) { print "header differs: " $0 " vs " hw; bad = 1 } next }
+        { ng = FNR; for (i = 1; i <= NF; i++) { d = $i - W[FNR, i]; if (d < 0) d = -d;
+            tol = at + rt * (i == 1 ? 1 : pk[i]); if (d > tol && d > worst[i]) { worst[i] = d; wrow[i] = FNR } } }
+        END { if (ng != nw) { print "rows: got " ng ", want " nw; bad = 1 }
+              for (i in worst) { print "column " i " off by " worst[i] " at row " wrow[i]; bad = 1 }
+              exit bad }' "$want" "$got" 2>&1)
+    ok $? "$name" "$msg"
+}
+
+done_testing() {
+    echo "1..$tap_n"
+    [ "$tap_failed" -eq 0 ]
+}
