@@ -1,0 +1,358 @@
+/*
+ * test_sparse.c: the CSC pattern builder and the KLU wrapper.
+ *
+ * Patterns are checked against a dense reference built independently from
+ * the same reservations; solutions are checked by their residual, which
+ * needs no trust in the solver; the singular case uses a matrix whose zero
+ * column is known by construction.
+ */
+#include "config.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sparse.h"
+#include "tap.h"
+#include "util.h"
+
+/* A small deterministic generator, so failures reproduce. */
+static unsigned long long rng_state = 0x9e3779b97f4a7c15ULL;
+static unsigned rnd(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (unsigned)(rng_state >> 11);
+}
+static double rnd_unit(void) { return (rnd() % 2000001) / 1e6 - 1.0; }
+
+static double residual(const emn_sparse *A, const double *x, const double *b)
+{
+    int n = A->n;
+    double *r = emn_xmalloc((size_t)n * sizeof *r);
+    emn_sparse_matvec(A, x, r);
+    double num = 0, den = 0;
+    for (int i = 0; i < n; i++) {
+        num += (r[i] - b[i]) * (r[i] - b[i]);
+        den += b[i] * b[i];
+    }
+    free(r);
+    return sqrt(num) / sqrt(den);
+}
+
+static void test_pattern(void)
+{
+    /* 4x4 with duplicates, reserved out of order, and no diagonal entry in
+     * columns 1 and 3 */
+    emn_sparse A;
+    emn_sparse_init(&A, 4);
+    int h[] = {
+        emn_sparse_reserve(&A, 2, 0), emn_sparse_reserve(&A, 0, 0),
+        emn_sparse_reserve(&A, 3, 1), emn_sparse_reserve(&A, 2, 0),
+        emn_sparse_reserve(&A, 0, 3), emn_sparse_reserve(&A, 1, 2),
+        emn_sparse_reserve(&A, 2, 2), emn_sparse_reserve(&A, 0, 3),
+        emn_sparse_reserve(&A, 0, 1),
+    };
+    int nh = (int)(sizeof h / sizeof h[0]);
+    ok(h[0] == 0 && h[8] == 8, "pattern: handles count from 0");
+    emn_sparse_finalize(&A);
+    /* expected: col0 {0,2}, col1 {0,1,3}, col2 {1,2}, col3 {0,3} */
+    int Ap[] = {0, 2, 5, 7, 9};
+    int Ai[] = {0, 2, 0, 1, 3, 1, 2, 0, 3};
+    ok(A.nnz == 9, "pattern: nnz after merging duplicates and adding diagonals (%d)", A.nnz);
+    ok(memcmp(A.Ap, Ap, sizeof Ap) == 0, "pattern: column pointers");
+    ok(A.nnz == 9 && memcmp(A.Ai, Ai, sizeof Ai) == 0, "pattern: sorted row indices");
+    ok(emn_sparse_slot(&A, h[0]) == emn_sparse_slot(&A, h[3]), "pattern: duplicate handles share a slot");
+    ok(emn_sparse_slot(&A, h[4]) == emn_sparse_slot(&A, h[7]), "pattern: duplicate handles share a slot (2)");
+    int ij[][2] = {{2, 0}, {0, 0}, {3, 1}, {2, 0}, {0, 3}, {1, 2}, {2, 2}, {0, 3}, {0, 1}};
+    int good = 1;
+    for (int k = 0; k < nh; k++) {
+        int s = emn_sparse_slot(&A, h[k]);
+        if (emn_sparse_find(&A, ij[k][0], ij[k][1]) != s) good = 0;
+        if (s < A.Ap[ij[k][1]] || s >= A.Ap[ij[k][1] + 1] || A.Ai[s] != ij[k][0]) good = 0;
+    }
+    ok(good, "pattern: every handle's slot holds its (row, col)");
+    ok(emn_sparse_find(&A, 1, 1) >= 0 && emn_sparse_find(&A, 3, 3) >= 0, "pattern: missing diagonals added");
+    ok(emn_sparse_find(&A, 3, 0) == -1 && emn_sparse_find(&A, 2, 3) == -1, "pattern: find of absent entry is -1");
+
+    /* matvec against a dense product of the same stamps */
+    double dense[4][4] = {{0}};
+    emn_sparse_zero(&A);
+    for (int k = 0; k < nh; k++) {
+        double v = k + 1.5;
+        A.Ax[emn_sparse_slot(&A, h[k])] += v;
+        dense[ij[k][0]][ij[k][1]] += v;
+    }
+    double x[4] = {1, -2, 0.5, 3}, y[4], want[4] = {0};
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++) want[i] += dense[i][j] * x[j];
+    emn_sparse_matvec(&A, x, y);
+    good = 1;
+    for (int i = 0; i < 4; i++) good &= fabs(y[i] - want[i]) < 1e-14;
+    ok(good, "matvec: equals the dense product");
+    emn_sparse_free(&A);
+}
+
+/* Random n x n matrix: a strong diagonal plus `per_col` random entries per
+ * column, each reserved twice (stamps overlap in real circuits). */
+static void random_matrix(emn_sparse *A, int n, int per_col)
+{
+    emn_sparse_init(A, n);
+    int nh = 0;
+    for (int j = 0; j < n; j++) {
+        emn_sparse_reserve(A, j, j);
+        nh++;
+        for (int k = 0; k < per_col; k++) {
+            int i = (int)(rnd() % (unsigned)n);
+            emn_sparse_reserve(A, i, j);
+            emn_sparse_reserve(A, i, j);
+            nh += 2;
+        }
+    }
+    emn_sparse_finalize(A);
+}
+
+static void fill_random(emn_sparse *A, double diag)
+{
+    emn_sparse_zero(A);
+    for (int j = 0; j < A->n; j++)
+        for (int p = A->Ap[j]; p < A->Ap[j + 1]; p++)
+            A->Ax[p] = A->Ai[p] == j ? diag * (1 + fabs(rnd_unit())) : rnd_unit();
+}
+
+static void test_random_solve(void)
+{
+    int sizes[] = {5, 50, 400, 3000};
+    for (int s = 0; s < 4; s++) {
+        int n = sizes[s];
+        emn_sparse A;
+        random_matrix(&A, n, 4);
+        /* A diagonal comparable to the off-diagonal sums: well conditioned
+         * but not dominant, so KLU's threshold pivoting has choices. */
+        fill_random(&A, 2.0);
+        double *b = emn_xmalloc((size_t)n * sizeof *b), *x = emn_xmalloc((size_t)n * sizeof *x);
+        for (int i = 0; i < n; i++) b[i] = x[i] = rnd_unit() + 2;
+        emn_lu *lu = emn_lu_new();
+        int bad = 7;
+        int rc = emn_lu_factor(lu, &A, &bad);
+        ok(rc == 0 && bad == -1, "random n=%d: factor succeeds", n);
+        ok(emn_lu_solve(lu, x) == 0, "random n=%d: solve succeeds", n);
+        double res = residual(&A, x, b);
+        ok(res < 1e-12, "random n=%d: ||Ax-b||/||b|| = %.3g < 1e-12", n, res);
+        ok(emn_lu_rcond(lu) > 0, "random n=%d: rcond positive", n);
+        emn_lu_free(&lu);
+        ok(lu == NULL, "random n=%d: free clears the pointer", n);
+        free(b);
+        free(x);
+        emn_sparse_free(&A);
+    }
+}
+
+static void test_refactor_path(void)
+{
+    int n = 200;
+    emn_sparse A;
+    random_matrix(&A, n, 3);
+    fill_random(&A, 4.0);
+    double *b = emn_xmalloc((size_t)n * sizeof *b), *x = emn_xmalloc((size_t)n * sizeof *x);
+    emn_lu *lu = emn_lu_new();
+    const emn_lu_stats *st = emn_lu_get_stats(lu);
+
+    ok(emn_lu_factor(lu, &A, NULL) == 0, "refactor: first factor");
+    ok(st->analyses == 1 && st->factors == 1 && st->refactors == 0,
+       "refactor: first call analyzes and factors (%ld %ld %ld)", st->analyses, st->factors, st->refactors);
+
+    /* same values: nothing to do at all */
+    ok(emn_lu_factor(lu, &A, NULL) == 0 && st->factors == 1 && st->refactors == 0,
+       "refactor: unchanged matrix is not refactored");
+
+    /* new values, same pattern, still diagonally dominant: refactor only */
+    int worst = 0;
+    for (int round = 0; round < 5; round++) {
+        fill_random(&A, 4.0);
+        for (int i = 0; i < n; i++) b[i] = x[i] = rnd_unit();
+        if (emn_lu_factor(lu, &A, NULL) != 0) worst = 1;
+        emn_lu_solve(lu, x);
+        double r = residual(&A, x, b);
+        if (!(r < 1e-12)) worst = 1;
+    }
+    ok(!worst, "refactor: five refactored solves with residual < 1e-12");
+    ok(st->analyses == 1 && st->factors == 1 && st->refactors == 5,
+       "refactor: counters analyses=1 factors=1 refactors=5 (%ld %ld %ld)",
+       st->analyses, st->factors, st->refactors);
+    ok(st->solves == 5, "refactor: solves counted (%ld)", st->solves);
+
+    /* A new pattern (a different matrix) is analyzed afresh.  Diagonal
+     * plus a cyclic shift: first diagonally dominant, so the diagonal is
+     * the pivot sequence; then the diagonal shrinks to 1e-9 while the
+     * shift stays 1.  The matrix is still well conditioned (eigenvalues
+     * 1e-9 + roots of unity), but the old pivots are now tiny: refactoring
+     * with them would grow errors by 1e9, so the wrapper must notice and
+     * pivot again. */
+    emn_sparse C;
+    emn_sparse_init(&C, n);
+    for (int j = 0; j < n; j++) {
+        emn_sparse_reserve(&C, j, j);
+        emn_sparse_reserve(&C, (j + 1) % n, j);
+    }
+    emn_sparse_finalize(&C);
+    for (int j = 0; j < n; j++)
+        for (int p = C.Ap[j]; p < C.Ap[j + 1]; p++) C.Ax[p] = C.Ai[p] == j ? 4.0 : 1.0;
+    ok(emn_lu_factor(lu, &C, NULL) == 0 && st->analyses == 2 && st->factors == 2,
+       "refactor: new pattern re-analyzed and factored");
+    for (int j = 0; j < n; j++)
+        for (int p = C.Ap[j]; p < C.Ap[j + 1]; p++)
+            C.Ax[p] = C.Ai[p] == j ? 1e-9 * (1 + fabs(rnd_unit())) : 1 + 0.5 * rnd_unit();
+    for (int i = 0; i < n; i++) b[i] = x[i] = rnd_unit();
+    int rc = emn_lu_factor(lu, &C, NULL);
+    emn_lu_solve(lu, x);
+    double r = residual(&C, x, b);
+    ok(rc == 0 && st->factors == 3 && st->refactors == 6,
+       "refactor: degraded pivots trigger a full factorization (factors %ld, refactors %ld)",
+       st->factors, st->refactors);
+    ok(r < 1e-12, "refactor: residual after re-pivoting %.3g < 1e-12", r);
+    emn_sparse_free(&C);
+
+
+    emn_lu_free(&lu);
+    emn_lu_free(&lu);   /* accepts NULL */
+    free(b);
+    free(x);
+    emn_sparse_free(&A);
+}
+
+static void test_singular(void)
+{
+    /* 6x6 tridiagonal-ish, column 4 entirely zero in value (but present in
+     * the pattern, as a node nothing stamps would be) */
+    int n = 6, zc = 4;
+    emn_sparse A;
+    emn_sparse_init(&A, n);
+    for (int j = 0; j < n; j++) {
+        emn_sparse_reserve(&A, j, j);
+        if (j > 0) emn_sparse_reserve(&A, j - 1, j);
+        if (j < n - 1) emn_sparse_reserve(&A, j + 1, j);
+    }
+    emn_sparse_finalize(&A);
+    for (int j = 0; j < n; j++)
+        for (int p = A.Ap[j]; p < A.Ap[j + 1]; p++)
+            A.Ax[p] = j == zc ? 0.0 : A.Ai[p] == j ? 3.0 : -1.0;
+    emn_lu *lu = emn_lu_new();
+    int bad = -5;
+    ok(emn_lu_factor(lu, &A, &bad) == -1, "singular: factor reports -1");
+    ok(bad == zc, "singular: zero column reported (%d, want %d)", bad, zc);
+    double b[6] = {1, 1, 1, 1, 1, 1};
+    ok(emn_lu_solve(lu, b) == -1, "singular: solve refused after a failed factorization");
+
+    /* Two equal columns: singular in value, not in structure.  Either of
+     * the two may be the one found without a pivot. */
+    /* columns 4 and 5 both become (0 0 0 0 1 1)^T */
+    for (int j = 0; j < n; j++)
+        for (int p = A.Ap[j]; p < A.Ap[j + 1]; p++)
+            if (j >= 4) A.Ax[p] = A.Ai[p] >= 4 ? 1.0 : 0.0;
+    bad = -5;
+    int rc = emn_lu_factor(lu, &A, &bad);
+    ok(rc == -1 && (bad == 4 || bad == 5), "singular: dependent columns reported (%d)", bad);
+
+    /* a good matrix again after a singular one */
+    for (int j = 0; j < n; j++)
+        for (int p = A.Ap[j]; p < A.Ap[j + 1]; p++) A.Ax[p] = A.Ai[p] == j ? 3.0 : -1.0;
+    double x[6], bb[6];
+    for (int i = 0; i < n; i++) x[i] = bb[i] = i + 1;
+    ok(emn_lu_factor(lu, &A, &bad) == 0 && bad == -1 && emn_lu_solve(lu, x) == 0
+       && residual(&A, x, bb) < 1e-14, "singular: recovers on a regular matrix");
+
+    /* a refactor that meets the zero column must report it too */
+    for (int p = A.Ap[1]; p < A.Ap[2]; p++) A.Ax[p] = 0.0;
+    bad = -5;
+    long f0 = emn_lu_get_stats(lu)->factors, r0 = emn_lu_get_stats(lu)->refactors;
+    rc = emn_lu_factor(lu, &A, &bad);
+    ok(rc == -1 && bad == 1, "singular: found on the refactor path (%d)", bad);
+    ok(emn_lu_get_stats(lu)->refactors == r0 + 1 && emn_lu_get_stats(lu)->factors == f0 + 1,
+       "singular: a failed refactor is retried with pivoting before giving up");
+    emn_lu_free(&lu);
+    emn_sparse_free(&A);
+}
+
+/* -u'' = f on a grid: tridiagonal (-1, 2, -1) with solution known. */
+static void test_tridiagonal(void)
+{
+    int n = 100000;
+    emn_sparse A;
+    emn_sparse_init(&A, n);
+    double t0 = emn_now();
+    /* reserve in reverse order to exercise the sort */
+    for (int j = n - 1; j >= 0; j--) {
+        if (j < n - 1) emn_sparse_reserve(&A, j + 1, j);
+        emn_sparse_reserve(&A, j, j);
+        if (j > 0) emn_sparse_reserve(&A, j - 1, j);
+    }
+    emn_sparse_finalize(&A);
+    ok(A.nnz == 3 * n - 2, "tridiagonal: nnz %d", A.nnz);
+    for (int j = 0; j < n; j++)
+        for (int p = A.Ap[j]; p < A.Ap[j + 1]; p++) A.Ax[p] = A.Ai[p] == j ? 2.0 : -1.0;
+    /* exact solution u_i = sin(pi (i+1)/(n+1)): then (A u)_i = 2(1-cos h) u_i */
+    double h = M_PI / (n + 1), lam = 2 * (1 - cos(h));
+    double *b = emn_xmalloc((size_t)n * sizeof *b), *x = emn_xmalloc((size_t)n * sizeof *x);
+    for (int i = 0; i < n; i++) b[i] = x[i] = lam * sin(h * (i + 1));
+    emn_lu *lu = emn_lu_new();
+    ok(emn_lu_factor(lu, &A, NULL) == 0 && emn_lu_solve(lu, x) == 0, "tridiagonal: factor and solve");
+    double err = 0;
+    for (int i = 0; i < n; i++) err = fmax(err, fabs(x[i] - sin(h * (i + 1))));
+    /* cond(A) ~ 4n^2/pi^2 ~ 4e9, so ~1e-6 absolute is what double allows */
+    ok(err < 1e-5, "tridiagonal: max error against the exact solution %.3g", err);
+    /* The residual of the smooth solution above is dominated by rounding
+     * in A x (b is tiny, ~lam), so check it on a rough solution, whose
+     * right-hand side is computed here from the stencil. */
+    for (int i = 0; i < n; i++) x[i] = rnd_unit();
+    for (int i = 0; i < n; i++)
+        b[i] = 2 * x[i] - (i > 0 ? x[i - 1] : 0) - (i < n - 1 ? x[i + 1] : 0);
+    memcpy(x, b, (size_t)n * sizeof *x);
+    ok(emn_lu_solve(lu, x) == 0, "tridiagonal: second solve reuses the factorization");
+    double res = residual(&A, x, b);
+    ok(res < 1e-12, "tridiagonal: ||Ax-b||/||b|| = %.3g < 1e-12", res);
+    double dt = emn_now() - t0;
+    ok(dt < 5.0, "tridiagonal: built and solved in %.3f s", dt);
+    emn_lu_free(&lu);
+    free(b);
+    free(x);
+    emn_sparse_free(&A);
+}
+
+/* 10^7 reservations with many duplicates, in random order: the builder
+ * must stay near linear. */
+static void test_large_build(void)
+{
+    int n = 200000;
+    long m = 10000000;
+    emn_sparse A;
+    emn_sparse_init(&A, n);
+    double t0 = emn_now();
+    for (long k = 0; k < m; k++) {
+        int j = (int)(rnd() % (unsigned)n);
+        int i = (int)((j + (int)(rnd() % 25u) - 12 + n) % n);
+        emn_sparse_reserve(&A, i, j);
+    }
+    emn_sparse_finalize(&A);
+    double dt = emn_now() - t0;
+    int sorted = 1;
+    for (int j = 0; j < n && sorted; j++)
+        for (int p = A.Ap[j] + 1; p < A.Ap[j + 1]; p++)
+            if (A.Ai[p - 1] >= A.Ai[p]) sorted = 0;
+    ok(sorted, "large: rows strictly increasing in every column");
+    ok(A.nnz <= 25 * n && A.nnz > 20 * n, "large: duplicates merged (nnz %d)", A.nnz);
+    ok(dt < 10.0, "large: 10^7 reservations finalized in %.2f s", dt);
+    emn_sparse_free(&A);
+}
+
+int main(void)
+{
+    test_pattern();
+    test_random_solve();
+    test_refactor_path();
+    test_singular();
+    test_tridiagonal();
+    test_large_build();
+    return tap_done();
+}
