@@ -132,6 +132,73 @@ void emn_arena_free(emn_arena **pa)
     *pa = NULL;
 }
 
+void emn_arena_reset(emn_arena *a)
+{
+    struct arena_block *b = a->head;
+    if (!b) return;
+    /* keep the oldest block (the last in the list): blocks larger than
+     * the default were one-off requests */
+    while (b->next) {
+        struct arena_block *next = b->next;
+        free(b);
+        b = next;
+    }
+    b->used = 0;
+    a->head = b;
+}
+
+static unsigned long hash_str(const char *s)
+{
+    unsigned long h = 5381;
+    while (*s) h = h * 33 ^ (unsigned char)*s++;
+    return h;
+}
+
+int emn_strmap_get(const emn_strmap *m, const char *key)
+{
+    if (!m->cap) return -1;
+    for (unsigned long i = hash_str(key) & (unsigned long)(m->cap - 1);; i = (i + 1) & (unsigned long)(m->cap - 1)) {
+        if (!m->key[i]) return -1;
+        if (!strcmp(m->key[i], key)) return m->val[i];
+    }
+}
+
+void emn_strmap_put(emn_strmap *m, const char *key, int val)
+{
+    if (2 * (m->n + 1) > m->cap) {
+        emn_strmap old = *m;
+        m->cap = old.cap ? 2 * old.cap : 64;
+        m->key = emn_xcalloc((size_t)m->cap, sizeof(char *));
+        m->val = emn_xmalloc((size_t)m->cap * sizeof(int));
+        m->n = 0;
+        for (int i = 0; i < old.cap; i++)
+            if (old.key[i]) {
+                unsigned long j = hash_str(old.key[i]) & (unsigned long)(m->cap - 1);
+                while (m->key[j]) j = (j + 1) & (unsigned long)(m->cap - 1);
+                m->key[j] = old.key[i];
+                m->val[j] = old.val[i];
+                m->n++;
+            }
+        free(old.key);
+        free(old.val);
+    }
+    unsigned long i = hash_str(key) & (unsigned long)(m->cap - 1);
+    while (m->key[i] && strcmp(m->key[i], key)) i = (i + 1) & (unsigned long)(m->cap - 1);
+    if (!m->key[i]) {
+        m->key[i] = emn_xstrdup(key);
+        m->n++;
+    }
+    m->val[i] = val;
+}
+
+void emn_strmap_free(emn_strmap *m)
+{
+    for (int i = 0; i < m->cap; i++) free(m->key[i]);
+    free(m->key);
+    free(m->val);
+    memset(m, 0, sizeof *m);
+}
+
 double emn_now(void)
 {
     struct timespec ts;

@@ -55,6 +55,17 @@ void *emn_arena_alloc(emn_arena *a, size_t size);   /* zeroed, 16-aligned */
 char *emn_arena_strdup(emn_arena *a, const char *s);
 char *emn_arena_strndup(emn_arena *a, const char *s, size_t n);
 void emn_arena_free(emn_arena **a);                 /* accepts NULL */
+/* Forget every allocation but keep one block for reuse (scratch arenas). */
+void emn_arena_reset(emn_arena *a);
+
+/*
+ * String-keyed hash map to int values (open addressing, keys copied).
+ * emn_strmap_get returns -1 when the key is absent.
+ */
+typedef struct emn_strmap { char **key; int *val; int n, cap; } emn_strmap;
+int emn_strmap_get(const emn_strmap *m, const char *key);
+void emn_strmap_put(emn_strmap *m, const char *key, int val);
+void emn_strmap_free(emn_strmap *m);
 
 /* Seconds of wall-clock time from a monotonic clock. */
 double emn_now(void);

@@ -1,0 +1,184 @@
+/*
+ * topo.c: spanning forests, fundamental loops and union-find.
+ *
+ * The forest is breadth first so that fundamental loops stay short and the
+ * charge formulation's equations stay sparse; among the branches that could
+ * reach a new node, the lowest rank wins, which lets the formulation keep
+ * sources in the tree and storage elements among the links.
+ */
+#include "config.h"
+#include "topo.h"
+#include "util.h"
+
+#include <stdlib.h>
+
+/* Adjacency in CSR form: for node v, adj[start[v] .. start[v+1]) are the
+ * incident branches, sorted by rank so preferred branches are tried first. */
+typedef struct { int *start, *adj; } adjacency;
+
+static const int *sort_rank;
+static int by_rank(const void *a, const void *b)
+{
+    int ra = sort_rank[*(const int *)a], rb = sort_rank[*(const int *)b];
+    if (ra != rb) return ra < rb ? -1 : 1;
+    return *(const int *)a - *(const int *)b;
+}
+
+static adjacency build_adjacency(const emn_graph *g)
+{
+    adjacency A;
+    A.start = emn_xcalloc((size_t)g->nnodes + 1, sizeof(int));
+    for (int b = 0; b < g->nbranches; b++) {
+        if (g->rank[b] < 0) continue;
+        A.start[g->from[b] + 1]++;
+        A.start[g->to[b] + 1]++;
+    }
+    for (int v = 0; v < g->nnodes; v++) A.start[v + 1] += A.start[v];
+    A.adj = emn_xmalloc((size_t)(A.start[g->nnodes] + 1) * sizeof(int));
+    int *fill = emn_xmalloc((size_t)g->nnodes * sizeof(int));
+    for (int v = 0; v < g->nnodes; v++) fill[v] = A.start[v];
+    for (int b = 0; b < g->nbranches; b++) {
+        if (g->rank[b] < 0) continue;
+        A.adj[fill[g->from[b]]++] = b;
+        if (g->to[b] != g->from[b]) A.adj[fill[g->to[b]]++] = b;
+    }
+    free(fill);
+    sort_rank = g->rank;
+    for (int v = 0; v < g->nnodes; v++)
+        qsort(A.adj + A.start[v], (size_t)(A.start[v + 1] - A.start[v]), sizeof(int), by_rank);
+    return A;
+}
+
+void emn_topo_forest(const emn_graph *g, emn_forest *f)
+{
+    int n = g->nnodes;
+    f->parent_branch = emn_xmalloc((size_t)n * sizeof(int));
+    f->parent = emn_xmalloc((size_t)n * sizeof(int));
+    f->depth = emn_xmalloc((size_t)n * sizeof(int));
+    f->root = emn_xmalloc((size_t)n * sizeof(int));
+    f->in_tree = emn_xcalloc((size_t)g->nbranches + 1, sizeof(bool));
+    for (int v = 0; v < n; v++) {
+        f->parent_branch[v] = -1;
+        f->parent[v] = -1;
+        f->depth[v] = -1;
+        f->root[v] = -1;
+    }
+    adjacency A = build_adjacency(g);
+    int *queue = emn_xmalloc((size_t)n * sizeof(int) + 1);
+    for (int r = 0; r < n; r++) {
+        if (f->depth[r] >= 0) continue;
+        int head = 0, tail = 0;
+        queue[tail++] = r;
+        f->depth[r] = 0;
+        f->root[r] = r;
+        while (head < tail) {
+            int v = queue[head++];
+            for (int k = A.start[v]; k < A.start[v + 1]; k++) {
+                int b = A.adj[k];
+                int w = g->from[b] == v ? g->to[b] : g->from[b];
+                if (f->depth[w] >= 0) continue;
+                f->depth[w] = f->depth[v] + 1;
+                f->parent[w] = v;
+                f->parent_branch[w] = b;
+                f->root[w] = r;
+                f->in_tree[b] = true;
+                queue[tail++] = w;
+            }
+        }
+    }
+    free(queue);
+    free(A.start);
+    free(A.adj);
+}
+
+void emn_topo_forest_free(emn_forest *f)
+{
+    free(f->parent_branch);
+    free(f->parent);
+    free(f->depth);
+    free(f->root);
+    free(f->in_tree);
+    f->parent_branch = f->parent = f->depth = f->root = NULL;
+    f->in_tree = NULL;
+}
+
+int emn_topo_path(const emn_graph *g, const emn_forest *f, int a, int b, int *br, int *sign)
+{
+    if (f->root[a] != f->root[b]) return -1;
+    /* Walk both ends up to the common ancestor: a's side is traversed
+     * upward (child -> parent), b's side downward, so b's half is written
+     * in reverse at the end. */
+    int na = 0, nb = 0;
+    int total = f->depth[a] + f->depth[b];   /* upper bound on length */
+    int *tmpb = emn_xmalloc((size_t)(total + 1) * sizeof(int));
+    int *tmps = emn_xmalloc((size_t)(total + 1) * sizeof(int));
+    while (a != b) {
+        if (f->depth[a] >= f->depth[b]) {
+            int e = f->parent_branch[a];
+            br[na] = e;
+            sign[na] = g->from[e] == a ? +1 : -1;   /* going a -> parent */
+            na++;
+            a = f->parent[a];
+        } else {
+            int e = f->parent_branch[b];
+            tmpb[nb] = e;
+            tmps[nb] = g->from[e] == f->parent[b] ? +1 : -1;  /* going parent -> b */
+            nb++;
+            b = f->parent[b];
+        }
+    }
+    for (int k = nb - 1; k >= 0; k--) {
+        br[na] = tmpb[k];
+        sign[na] = tmps[k];
+        na++;
+    }
+    free(tmpb);
+    free(tmps);
+    return na;
+}
+
+int emn_topo_loop(const emn_graph *g, const emn_forest *f, int link, int *br, int *sign)
+{
+    br[0] = link;
+    sign[0] = +1;
+    int k = emn_topo_path(g, f, g->to[link], g->from[link], br + 1, sign + 1);
+    return k < 0 ? -1 : k + 1;
+}
+
+void emn_dsu_init(emn_dsu *u, int n)
+{
+    u->n = n;
+    u->parent = emn_xmalloc((size_t)(n + 1) * sizeof(int));
+    u->size = emn_xmalloc((size_t)(n + 1) * sizeof(int));
+    for (int i = 0; i < n; i++) {
+        u->parent[i] = i;
+        u->size[i] = 1;
+    }
+}
+
+int emn_dsu_find(emn_dsu *u, int x)
+{
+    while (u->parent[x] != x) {
+        u->parent[x] = u->parent[u->parent[x]];
+        x = u->parent[x];
+    }
+    return x;
+}
+
+bool emn_dsu_union(emn_dsu *u, int a, int b)
+{
+    a = emn_dsu_find(u, a);
+    b = emn_dsu_find(u, b);
+    if (a == b) return false;
+    if (u->size[a] < u->size[b]) { int t = a; a = b; b = t; }
+    u->parent[b] = a;
+    u->size[a] += u->size[b];
+    return true;
+}
+
+void emn_dsu_free(emn_dsu *u)
+{
+    free(u->parent);
+    free(u->size);
+    u->parent = u->size = NULL;
+}
