@@ -207,15 +207,28 @@ static const emn_expr *raw_binary(emn_arena *ar, emn_exop op, const emn_expr *a,
     return e;
 }
 
-/* -(c*x/y) -> (-c)*x/y: a product or quotient led by a number absorbs the
- * sign into it, so negations cancel instead of piling up.  NULL if there
- * is no leading number. */
+/* The number at the bottom of the left spine of a product or quotient
+ * (the 2 of 2*x*y/z), or NULL.  The constructors keep at most one number
+ * there, so constants of a product always meet in one place. */
+static const emn_expr *leading_num(const emn_expr *e)
+{
+    while (e->op == EMN_EX_MUL || e->op == EMN_EX_DIV) e = e->a;
+    return e->op == EMN_EX_NUM ? e : NULL;
+}
+
+/* e, which has a leading number, with that number replaced by c. */
+static const emn_expr *with_leading(emn_arena *ar, const emn_expr *e, double c)
+{
+    if (e->op == EMN_EX_NUM) return emn_expr_num(ar, c);
+    return emn_expr_binary(ar, e->op, with_leading(ar, e->a, c), e->b);
+}
+
+/* -(c*x/y) -> (-c)*x/y: the sign goes into the leading number, so
+ * negations cancel instead of piling up.  NULL if there is none. */
 static const emn_expr *negate_leading(emn_arena *ar, const emn_expr *e)
 {
-    if (e->op == EMN_EX_NUM) return emn_expr_num(ar, -e->num);
-    if (e->op != EMN_EX_MUL && e->op != EMN_EX_DIV) return NULL;
-    const emn_expr *a = negate_leading(ar, e->a);
-    return a ? raw_binary(ar, e->op, a, e->b) : NULL;
+    const emn_expr *c = leading_num(e);
+    return c ? with_leading(ar, e, -c->num) : NULL;
 }
 
 const emn_expr *emn_expr_neg(emn_arena *ar, const emn_expr *a)
@@ -237,6 +250,15 @@ const emn_expr *emn_expr_neg(emn_arena *ar, const emn_expr *a)
     return e;
 }
 
+/* (x+c1)+c2 and the like: x+(c1+c2), so that the exponents of repeated
+ * power-rule derivatives read n-3, not n-1-1-1. */
+static const emn_expr *merge_offsets(emn_arena *ar, const emn_expr *a, double c)
+{
+    if ((a->op != EMN_EX_ADD && a->op != EMN_EX_SUB) || !is_const_num(a->b)) return NULL;
+    double k = (a->op == EMN_EX_ADD ? a->b->num : -a->b->num) + c;
+    return isfinite(k) ? emn_expr_add(ar, a->a, emn_expr_num(ar, k)) : NULL;
+}
+
 const emn_expr *emn_expr_add(emn_arena *ar, const emn_expr *a, const emn_expr *b)
 {
     const emn_expr *f;
@@ -245,7 +267,9 @@ const emn_expr *emn_expr_add(emn_arena *ar, const emn_expr *a, const emn_expr *b
     if (is_num(a, 0)) return b;
     if (b->op == EMN_EX_NEG) return emn_expr_sub(ar, a, b->a);
     if (is_const_num(b) && b->num < 0) return raw_binary(ar, EMN_EX_SUB, a, emn_expr_num(ar, -b->num));
+    if ((f = leading_num(b)) && f->num < 0) return emn_expr_sub(ar, a, negate_leading(ar, b));
     if (a->op == EMN_EX_NEG) return emn_expr_sub(ar, b, a->a);
+    if (is_const_num(b) && (f = merge_offsets(ar, a, b->num))) return f;
     if (same(a, b)) return emn_expr_mul(ar, emn_expr_num(ar, 2), a);
     return raw_binary(ar, EMN_EX_ADD, a, b);
 }
@@ -258,18 +282,22 @@ const emn_expr *emn_expr_sub(emn_arena *ar, const emn_expr *a, const emn_expr *b
     if (is_num(a, 0)) return emn_expr_neg(ar, b);
     if (b->op == EMN_EX_NEG) return emn_expr_add(ar, a, b->a);
     if (is_const_num(b) && b->num < 0) return raw_binary(ar, EMN_EX_ADD, a, emn_expr_num(ar, -b->num));
+    if ((f = leading_num(b)) && f->num < 0) return emn_expr_add(ar, a, negate_leading(ar, b));
     if (a->op == EMN_EX_NEG) return emn_expr_neg(ar, emn_expr_add(ar, a->a, b));
+    if (is_const_num(b) && (f = merge_offsets(ar, a, -b->num))) return f;
     if (same(a, b)) return emn_expr_num(ar, 0);
     return raw_binary(ar, EMN_EX_SUB, a, b);
 }
 
-/* a^p * a^q and a^p / a^q with numeric p, q: the exponent of a, or false
- * if e is not a power of a (a bare a counts as a^1). */
+/* e as base^p with numeric p: a^p, sqrt(a) = a^0.5, or e itself = e^1. */
 static bool power_of(const emn_expr *e, const emn_expr **base, double *p)
 {
     if (e->op == EMN_EX_POW && is_const_num(e->b)) {
         *base = e->a;
         *p = e->b->num;
+    } else if (e->op == EMN_EX_CALL && e->fn == EMN_FN_SQRT) {
+        *base = e->args[0];
+        *p = 0.5;
     } else {
         *base = e;
         *p = 1;
@@ -277,22 +305,140 @@ static bool power_of(const emn_expr *e, const emn_expr **base, double *p)
     return true;
 }
 
-/* a^k built so that a^0 = 1, a^1 = a and a negative k reads as 1/a^-k. */
+static const emn_expr *call1(emn_arena *ar, emn_func fn, const emn_expr *a);
+
+/* a^k built so that a^0 = 1, a^1 = a, a^0.5 = sqrt(a) and a negative k
+ * reads as 1/a^-k. */
 static const emn_expr *make_power(emn_arena *ar, const emn_expr *a, double k)
 {
-    if (k < 0) return emn_expr_div(ar, emn_expr_num(ar, 1), emn_expr_pow(ar, a, emn_expr_num(ar, -k)));
+    if (k < 0) return emn_expr_div(ar, emn_expr_num(ar, 1), make_power(ar, a, -k));
+    if (k == 0.5) return call1(ar, EMN_FN_SQRT, a);
     return emn_expr_pow(ar, a, emn_expr_num(ar, k));
 }
 
-/* Combine x^p and y^q when x and y are the same non-constant tree. */
-static const emn_expr *merge_powers(emn_arena *ar, const emn_expr *x, const emn_expr *y, bool divide)
+/*
+ * Products and quotients are kept in one normal form,
+ *     cn * f1^p1 * f2^p2 ... / (cd * g1^q1 ...),
+ * found by flattening both operands into numeric factors and powers of
+ * bases, adding the exponents of equal bases and rebuilding.  This is what
+ * keeps the quotient and product rules from stacking copies of a
+ * denominator: the third derivative of eps*a/(g0-x) is 6*eps*a/(g0-x)^4,
+ * not a tower of nested fractions.
+ */
+#define MAX_FACTORS 24
+
+typedef struct product {
+    struct { const emn_expr *base; double p; } f[MAX_FACTORS];
+    int n;
+    double cn, cd;          /* numeric numerator and denominator */
+    bool give_up;           /* too many factors: leave the node as written */
+} product;
+
+static void add_factor(product *pr, const emn_expr *base, double p)
 {
-    const emn_expr *bx, *by;
-    double p, q;
-    power_of(x, &bx, &p);
-    power_of(y, &by, &q);
-    if (is_const_num(bx) || !same(bx, by)) return NULL;
-    return make_power(ar, bx, divide ? p - q : p + q);
+    if (!is_const_num(base))
+        for (int i = 0; i < pr->n; i++)
+            if (same(pr->f[i].base, base)) {
+                pr->f[i].p += p;
+                return;
+            }
+    if (pr->n == MAX_FACTORS) {
+        pr->give_up = true;
+        return;
+    }
+    pr->f[pr->n].base = base;
+    pr->f[pr->n].p = p;
+    pr->n++;
+}
+
+/* Flatten e raised to the integer power s into pr. */
+static void collect(product *pr, const emn_expr *e, double s)
+{
+    const emn_expr *base;
+    double p;
+    switch (e->op) {
+    case EMN_EX_NUM:
+        if (s > 0)
+            pr->cn *= s == 1 ? e->num : pow(e->num, s);
+        else
+            pr->cd *= s == -1 ? e->num : pow(e->num, -s);
+        return;
+    case EMN_EX_NEG:
+        if (fmod(s, 2) != 0) pr->cn = -pr->cn;
+        collect(pr, e->a, s);
+        return;
+    case EMN_EX_MUL:
+        collect(pr, e->a, s);
+        collect(pr, e->b, s);
+        return;
+    case EMN_EX_DIV:
+        collect(pr, e->a, s);
+        collect(pr, e->b, -s);
+        return;
+    case EMN_EX_POW:
+        /* (x*y)^n with integer n spreads over the factors */
+        if (is_const_num(e->b) && is_integer(e->b->num) &&
+            (e->a->op == EMN_EX_MUL || e->a->op == EMN_EX_DIV || e->a->op == EMN_EX_NEG)) {
+            collect(pr, e->a, s * e->b->num);
+            return;
+        }
+        break;
+    default:
+        break;
+    }
+    power_of(e, &base, &p);
+    add_factor(pr, base, p * s);
+}
+
+static const emn_expr *chain(emn_arena *ar, const emn_expr *acc, const emn_expr *t)
+{
+    return acc ? raw_binary(ar, EMN_EX_MUL, acc, t) : t;
+}
+
+/* Rebuild a flattened product, or NULL to keep the node as written (too
+ * many factors, or a zero denominator that must stay visible). */
+static const emn_expr *build_product(emn_arena *ar, product *pr)
+{
+    if (pr->give_up || pr->cd == 0 || !isfinite(pr->cn) || !isfinite(pr->cd)) return NULL;
+    if (pr->cn == 0) return emn_expr_num(ar, 0);
+    if (pr->cd < 0) {
+        pr->cn = -pr->cn;
+        pr->cd = -pr->cd;
+    }
+    /* 6/2 becomes 3, but 1/3 stays a division: no new rounding */
+    if (pr->cd != 1 && fmod(pr->cn, pr->cd) == 0) {
+        pr->cn /= pr->cd;
+        pr->cd = 1;
+    }
+    const emn_expr *top = NULL, *bottom = NULL;
+    for (int i = 0; i < pr->n; i++)
+        if (pr->f[i].p > 0) top = chain(ar, top, make_power(ar, pr->f[i].base, pr->f[i].p));
+    for (int i = 0; i < pr->n; i++)
+        if (pr->f[i].p < 0) bottom = chain(ar, bottom, make_power(ar, pr->f[i].base, -pr->f[i].p));
+    bool minus = pr->cn < 0 && (top == NULL || pr->cn == -1);
+    double c = minus ? -pr->cn : pr->cn;
+    if (c != 1 || !top) top = top ? raw_binary(ar, EMN_EX_MUL, emn_expr_num(ar, c), top) : emn_expr_num(ar, c);
+    if (pr->cd != 1) bottom = bottom ? raw_binary(ar, EMN_EX_MUL, emn_expr_num(ar, pr->cd), bottom)
+                                     : emn_expr_num(ar, pr->cd);
+    const emn_expr *r = bottom ? raw_binary(ar, EMN_EX_DIV, top, bottom) : top;
+    if (minus) {
+        emn_expr *e = node(ar, EMN_EX_NEG);
+        e->a = r;
+        r = e;
+    }
+    return r;
+}
+
+static const emn_expr *normal_product(emn_arena *ar, emn_exop op, const emn_expr *a, const emn_expr *b)
+{
+    product pr;
+    pr.n = 0;
+    pr.cn = pr.cd = 1;
+    pr.give_up = false;
+    collect(&pr, a, 1);
+    collect(&pr, b, op == EMN_EX_DIV ? -1 : 1);
+    const emn_expr *r = build_product(ar, &pr);
+    return r ? r : raw_binary(ar, op, a, b);
 }
 
 const emn_expr *emn_expr_mul(emn_arena *ar, const emn_expr *a, const emn_expr *b)
@@ -302,22 +448,7 @@ const emn_expr *emn_expr_mul(emn_arena *ar, const emn_expr *a, const emn_expr *b
     if (is_num(a, 0) || is_num(b, 0)) return emn_expr_num(ar, 0);
     if (is_num(a, 1)) return b;
     if (is_num(b, 1)) return a;
-    if (is_num(a, -1)) return emn_expr_neg(ar, b);
-    if (is_num(b, -1)) return emn_expr_neg(ar, a);
-    /* constants go first, so that c1*(c2*x) can merge */
-    if (is_const_num(b) && !is_const_num(a)) {
-        const emn_expr *t = a;
-        a = b;
-        b = t;
-    }
-    if (a->op == EMN_EX_NEG) return emn_expr_neg(ar, emn_expr_mul(ar, a->a, b));
-    if (b->op == EMN_EX_NEG) return emn_expr_neg(ar, emn_expr_mul(ar, a, b->a));
-    if (is_const_num(a) && (b->op == EMN_EX_MUL || b->op == EMN_EX_DIV) && is_const_num(b->a)) {
-        double c = a->num * b->a->num;
-        if (isfinite(c)) return emn_expr_binary(ar, b->op, emn_expr_num(ar, c), b->b);
-    }
-    if ((f = merge_powers(ar, a, b, false))) return f;
-    return raw_binary(ar, EMN_EX_MUL, a, b);
+    return normal_product(ar, EMN_EX_MUL, a, b);
 }
 
 const emn_expr *emn_expr_div(emn_arena *ar, const emn_expr *a, const emn_expr *b)
@@ -326,15 +457,7 @@ const emn_expr *emn_expr_div(emn_arena *ar, const emn_expr *a, const emn_expr *b
     if (is_const_num(a) && is_const_num(b) && (f = folded(ar, a->num / b->num))) return f;
     if (is_num(b, 1)) return a;
     if (is_num(a, 0) && !is_num(b, 0)) return a;
-    if (is_num(b, -1)) return emn_expr_neg(ar, a);
-    if (a->op == EMN_EX_NEG) return emn_expr_neg(ar, emn_expr_div(ar, a->a, b));
-    if (b->op == EMN_EX_NEG) return emn_expr_neg(ar, emn_expr_div(ar, a, b->a));
-    if (!is_const_num(b) && (f = merge_powers(ar, a, b, true))) return f;
-    /* (c*x)/y with y a power of x is c*x^(1-k): keeps derivatives of
-     * quotients from stacking copies of the denominator */
-    if (a->op == EMN_EX_MUL && is_const_num(a->a) && (f = merge_powers(ar, a->b, b, true)))
-        return emn_expr_mul(ar, a->a, f);
-    return raw_binary(ar, EMN_EX_DIV, a, b);
+    return normal_product(ar, EMN_EX_DIV, a, b);
 }
 
 const emn_expr *emn_expr_pow(emn_arena *ar, const emn_expr *a, const emn_expr *b)
@@ -344,9 +467,20 @@ const emn_expr *emn_expr_pow(emn_arena *ar, const emn_expr *a, const emn_expr *b
     if (is_num(b, 0)) return emn_expr_num(ar, 1);     /* C's pow(x, 0) is 1 for every x */
     if (is_num(b, 1)) return a;
     if (is_num(a, 1)) return a;                        /* and pow(1, y) is 1 for every y */
-    if (a->op == EMN_EX_POW && is_const_num(a->b) && is_const_num(b) && is_integer(b->num)) {
-        double k = a->b->num * b->num;
-        if (isfinite(k)) return emn_expr_pow(ar, a->a, emn_expr_num(ar, k));
+    if (is_const_num(b) && is_integer(b->num)) {
+        const emn_expr *base;
+        double p;
+        if (a->op == EMN_EX_MUL || a->op == EMN_EX_DIV || a->op == EMN_EX_NEG) {
+            product pr;
+            pr.n = 0;
+            pr.cn = pr.cd = 1;
+            pr.give_up = false;
+            collect(&pr, a, b->num);
+            if ((f = build_product(ar, &pr))) return f;
+        } else if (power_of(a, &base, &p) && base != a) {
+            double k = p * b->num;
+            if (isfinite(k)) return make_power(ar, base, k);
+        }
     }
     return raw_binary(ar, EMN_EX_POW, a, b);
 }
@@ -613,16 +747,15 @@ const emn_expr *emn_expr_diff(emn_arena *ar, const emn_expr *e, int var)
         const emn_expr *du = emn_expr_diff(ar, u, var), *dv = emn_expr_diff(ar, v, var);
         const emn_expr *first = emn_expr_div(ar, du, v);
         if (is_num(dv, 0)) return first;
-        /* u/w^n: the second term is n*u*w'/w^(n+1), not u*(w^n)'/(w^n)^2,
-         * so that repeated derivatives of 1/(g-x) stay one power each */
-        const emn_expr *w = v, *dw = dv, *n = num(ar, 1);
-        if (v->op == EMN_EX_POW && is_const_num(v->b)) {
-            w = v->a;
-            n = v->b;
-            dw = emn_expr_diff(ar, w, var);
-        }
-        const emn_expr *second = emn_expr_div(ar, emn_expr_mul(ar, emn_expr_mul(ar, n, u), dw),
-                                              emn_expr_pow(ar, w, emn_expr_add(ar, n, num(ar, 1))));
+        /* u/w^n (sqrt(w) counting as w^0.5): the second term is
+         * n*u*w'/w^(n+1), not u*(w^n)'/(w^n)^2, so that repeated
+         * derivatives of 1/(g-x) stay one power each */
+        const emn_expr *w;
+        double n;
+        power_of(v, &w, &n);
+        const emn_expr *dw = w == v ? dv : emn_expr_diff(ar, w, var);
+        const emn_expr *second = emn_expr_div(ar, emn_expr_mul(ar, emn_expr_mul(ar, num(ar, n), u), dw),
+                                              make_power(ar, w, n + 1));
         return emn_expr_sub(ar, first, second);
     }
     case EMN_EX_POW: {

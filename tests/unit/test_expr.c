@@ -474,6 +474,16 @@ static void test_diff(emn_arena *ar)
     ok_str(pr(emn_expr_diff(ar, rd(ar, "max(v1,v2)"), 2)), "1-u(v1-v2)", "d/dv2 max(v1,v2) = 1-u(v1-v2)");
     ok_str(pr(emn_expr_diff(ar, rd(ar, "eps*v2"), 1)), "0", "derivative of a function of others is 0");
     ok_str(pr(emn_expr_diff(ar, rd(ar, "x(m1)*v1"), 1)), "x(m1)", "XREF is a constant to diff");
+    ok_str(pr(emn_expr_diff(ar, rd(ar, "v1^3"), 1)), "3*v1^2", "d v1^3 = 3*v1^2");
+    ok_str(pr(emn_expr_diff(ar, rd(ar, "k^v1"), 1)), "k^v1*ln(k)", "d k^v1 = k^v1*ln(k)");
+    ok_str(pr(emn_expr_diff(ar, rd(ar, "v1^v2"), 2)), "v1^v2*ln(v1)", "d/dv2 v1^v2 = v1^v2*ln(v1)");
+    ok_str(pr(emn_expr_diff(ar, rd(ar, "atan2(v1,v2)"), 1)), "v2/(v2^2+v1^2)", "d/dy atan2(y,x) = x/(x^2+y^2)");
+    ok_str(pr(emn_expr_diff(ar, rd(ar, "atan2(v1,v2)"), 2)), "-v1/(v2^2+v1^2)", "d/dx atan2(y,x) = -y/(x^2+y^2)");
+    ok_str(pr(emn_expr_diff(ar, rd(ar, "ln(v1)"), 1)), "1/v1", "d ln = 1/x");
+    ok_str(pr(emn_expr_diff(ar, rd(ar, "exp(2*v1)"), 1)), "2*exp(2*v1)", "d exp(2x) = 2*exp(2x)");
+    ok_str(pr(emn_expr_diff(ar, rd(ar, "sqrt(v1)"), 1)), "0.5/sqrt(v1)", "d sqrt = 0.5/sqrt");
+    ok_str(pr(emn_expr_diff(ar, emn_expr_diff(ar, rd(ar, "sqrt(v1)"), 1), 1)), "-0.25/v1^1.5",
+           "d2 sqrt = -0.25/x^1.5");
 
     /* the capacitor energy derivatives stay one term each:
      * d^n/dx^n eps*a/(g0-x) = n! eps*a/(g0-x)^(n+1) */
@@ -495,11 +505,12 @@ static void test_diff(emn_arena *ar)
     double s = 1 + 0.4 / 0.3;
     ok_close(emn_expr_eval(bind(ar, i3), xv), -6 * 0.8 / (0.3 * 0.3 * 0.3) / (s * s * s * s), 1e-13,
              "d3 of l0/(1+x/xg) against the hand formula");
-    ok(tree_size(i3) <= 30, "d3 of l0/(1+x/xg) is small (%d nodes)", tree_size(i3));
+    ok(tree_size(i3) <= 16, "d3 of l0/(1+x/xg) is small (%d nodes)", tree_size(i3));
+    ok_str(pr(i3), "-6*l0/((1+v1/xg)^4*xg^3)", "d3 of l0/(1+x/xg)");
 
     const emn_expr *rod = rd(ar, "sqrt(r^2 - (a*sin(v1))^2)");
     const emn_expr *r3 = emn_expr_diff(ar, emn_expr_diff(ar, emn_expr_diff(ar, rod, 1), 1), 1);
-    ok(tree_size(r3) <= 400, "d3 of the slider-crank rod length stays bounded (%d nodes)", tree_size(r3));
+    ok(tree_size(r3) <= 200, "d3 of the slider-crank rod length stays bounded (%d nodes)", tree_size(r3));
 }
 
 /* ------------------------------------------------------- simplification */
@@ -522,7 +533,11 @@ static void test_simplify(emn_arena *ar)
         {"pow(v1,2)", "v1^2"},   {"1^v1", "1"},           {"v1*(-1)", "-v1"},
         {"-(v1-v2)", "v2-v1"},   {"(-v1)*v2", "-v1*v2"},  {"v1/(-v2)", "-v1/v2"},
         {"v1+v1", "2*v1"},       {"eps*0+a*1", "a"},      {"-(2*v1)", "-2*v1"},
-        {"v1-2*0.5", "v1-1"},    {"v1+(-3)", "v1-3"},
+        {"v1-2*0.5", "v1-1"},    {"v1+(-3)", "v1-3"},     {"x^2/2", "x^2/2"},
+        {"-q1^2/(2*c1)", "-q1^2/(2*c1)"},                 {"6*v1/2", "3*v1"},
+        {"v1/3", "v1/3"},        {"(2*v1)*(3*v2)", "6*v1*v2"}, {"v1/(2*v1^3)", "1/(2*v1^2)"},
+        {"(a*b)^2/b", "a^2*b"},  {"sqrt(v1)*sqrt(v1)", "v1"}, {"(v1-1)-1", "v1-2"},
+        {"v1/v1", "1"},          {"v1/0", "v1/0"},        {"(-v1)^2", "v1^2"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char name[128];
