@@ -69,9 +69,9 @@ def spice_eval(text, env):
 class Netlist:
     """The parts of a netlist a reference needs: .param, .tran, .print tran."""
 
-    def __init__(self, name):
+    def __init__(self, name, path=None):
         self.name = name
-        self.path = os.path.join(NETLISTS, name + ".cir")
+        self.path = path or os.path.join(NETLISTS, name + ".cir")
         with open(self.path) as f:
             raw = f.read().splitlines()[1:]          # line 1 is the title
         lines = []
@@ -553,6 +553,8 @@ def speaker():
     expect(nl, "V1", "V1 in 0 SIN(0 vpk fdrv)")
     re_, le, bl, mms, cms, rms = (P[k] for k in ("re", "le", "bl", "mms", "cms", "rms"))
     vpk, w = P["vpk"], 2 * math.pi * P["fdrv"]
+    ng = Netlist("speaker_ngspice", os.path.join(HERE, "speaker_ngspice.cir"))
+    assert ng.p == P, "tests/reference/speaker_ngspice.cir: .param differs from the netlist's"
     A = np.array([[-re_ / le, 0, -bl / le],
                   [0, 0, 1],
                   [bl / mms, -1 / (cms * mms), -rms / mms]])
