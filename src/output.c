@@ -194,7 +194,12 @@ static void init_p10(void)
         snprintf(s, sizeof s, "1e%d", k);
         p10[k + EMN_P10_BIAS] = strtold(s, NULL);
     }
-    p10_margin = 1.1e10L * 16 * LDBL_EPSILON;
+    /* The precision long double arithmetic really has, measured rather
+     * than taken from LDBL_EPSILON: emulators such as valgrind carry x87
+     * values in 53 bits, and the margin must hold there too. */
+    volatile long double one = 1, eps = 1;
+    while (one + eps / 2 != one) eps /= 2;
+    p10_margin = 1.1e10L * 16 * (eps > LDBL_EPSILON ? eps : LDBL_EPSILON);
     p10_ready = true;
 }
 
@@ -242,7 +247,8 @@ static int format_e9(char *out, double x)
         e10--;
         y = (long double)a * p10[k + 1 + EMN_P10_BIAS];
     }
-    if (!(y < 1.1e10L) || !(y > 0)) return fallback_e9(out, x);
+    /* Out of range only if long double cannot hold the power of ten. */
+    if (!(y > 999999999.0L && y < 1.0000001e10L)) return fallback_e9(out, x);
     uint64_t d = (uint64_t)y;
     long double frac = y - (long double)d;
     if (fabsl(frac - 0.5L) <= p10_margin) return fallback_e9(out, x);
@@ -400,15 +406,28 @@ static void free_writer(emn_out *o)
     free(o);
 }
 
+/* Take a free registry slot for o; false when all are taken.  Called with
+ * the terminating signals blocked. */
+static bool enlist(emn_out *o)
+{
+    for (int slot = 0; slot < EMN_OUT_MAX_OPEN; slot++) {
+        if (!registry[slot]) {
+            o->slot = slot;
+            registry[slot] = o;
+            return true;
+        }
+    }
+    return false;
+}
+
 emn_out *emn_out_open(emn_out_kind kind, const char *path, FILE *stream,
                       const char *title, int ncols, const char *const *names,
                       const emn_unit *units, const char **err)
 {
     emn_out *o;
     emn_buf hdr = {0};
-    long count_at = -1;
+    long count_at = 0;
     sigset_t old;
-    int slot;
 
     init_p10();
     if (ncols < 0 || (kind == EMN_OUT_TABLE ? !stream : !path)) {
@@ -423,59 +442,55 @@ emn_out *emn_out_open(emn_out_kind kind, const char *path, FILE *stream,
     o->buf = emn_xmalloc((size_t)o->cap);
     o->fd = -1;
     o->slot = -1;
+    o->stream = stream;
+    if (kind != EMN_OUT_TABLE) {
+        o->path = emn_xstrdup(path);
+        o->tmp = emn_xasprintf("%s.tmp.%ld", path, (long)getpid());
+    }
     build_header(&hdr, kind, title, ncols, names, units, &count_at);
+    o->count_off = count_at;
+    o->st[0] = (wstate){ .base = kind == EMN_OUT_TABLE ? 0 : hdr.n };
+    o->last_flush = emn_now();
 
+    /* From the temporary file's creation to its registration no signal
+     * handler may run, or an interrupt would leave the file behind. */
+    block_signals(&old);
     if (kind == EMN_OUT_TABLE) {
-        o->stream = stream;
         /* Whatever the stream holds goes first; from here on its stdio
          * buffer is empty between our flushes, so the signal handler can
-         * write ours straight to the descriptor without reordering. */
+         * write ours straight to the descriptor without reordering.  A
+         * stream without a descriptor is simply not registered. */
+        errno = 0;
         if (fwrite(hdr.v, 1, (size_t)hdr.n, stream) != (size_t)hdr.n || fflush(stream)) {
             *err = strerror(errno ? errno : EIO);
             goto fail;
         }
         o->fd = fileno(stream);
+        if (o->fd >= 0 && !enlist(o)) {
+            *err = "too many output files open";
+            goto fail;
+        }
     } else {
-        o->path = emn_xstrdup(path);
-        o->tmp = emn_xasprintf("%s.tmp.%ld", path, (long)getpid());
         o->fd = open(o->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
         if (o->fd < 0) {
             *err = strerror(errno);
             goto fail;
         }
-        if (pwrite_all(o->fd, hdr.v, (size_t)hdr.n, 0) < 0) {
-            *err = strerror(errno);
+        const char *why = pwrite_all(o->fd, hdr.v, (size_t)hdr.n, 0) < 0 ? strerror(errno)
+                          : !enlist(o) ? "too many output files open" : NULL;
+        if (why) {
+            *err = why;
             close(o->fd);
             unlink(o->tmp);
             goto fail;
         }
-        o->count_off = count_at;
-    }
-    o->st[0] = (wstate){ .base = kind == EMN_OUT_TABLE ? 0 : hdr.n };
-    o->last_flush = emn_now();
-    emn_buf_free(&hdr);
-
-    /* The table is registered only when it has a descriptor to write to. */
-    if (o->fd < 0) return o;
-    block_signals(&old);
-    for (slot = 0; slot < EMN_OUT_MAX_OPEN && registry[slot]; slot++) {}
-    if (slot < EMN_OUT_MAX_OPEN) {
-        o->slot = slot;
-        registry[slot] = o;
     }
     restore_signals(&old);
-    if (slot == EMN_OUT_MAX_OPEN) {
-        *err = "too many output files open";
-        if (kind != EMN_OUT_TABLE) {
-            close(o->fd);
-            unlink(o->tmp);
-        }
-        free_writer(o);
-        return NULL;
-    }
+    emn_buf_free(&hdr);
     return o;
 
 fail:
+    restore_signals(&old);
     emn_buf_free(&hdr);
     free_writer(o);
     return NULL;
@@ -553,7 +568,7 @@ int emn_out_row(emn_out *o, double t, const double *values)
         break;
     case EMN_OUT_RAW_BINARY:
         memcpy(p, &t, sizeof t);
-        memcpy(p + sizeof t, values, (size_t)o->ncols * sizeof *values);
+        if (o->ncols) memcpy(p + sizeof t, values, (size_t)o->ncols * sizeof *values);
         p += (size_t)(o->ncols + 1) * sizeof t;
         break;
     }
