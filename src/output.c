@@ -18,8 +18,8 @@
  * never through stdio, and everything the handler needs (the buffer, the
  * file offset of its first byte, the row counts) is published through a
  * two-slot state whose slot index flips atomically after a row is complete,
- * so the handler always sees whole rows.  Flushes and closes block the
- * terminating signals while they run, so the handler never sees them half
+ * so the handler always sees whole rows.  Opens, flushes and closes block
+ * the terminating signals while they run, so the handler never sees them half
  * done; writing the buffer with pwrite at an explicit offset makes a
  * repeated write harmless anyway.  The handler writes what is buffered,
  * rewrites the raw header's point count in place (a fixed-width field padded
@@ -243,7 +243,7 @@ static int format_e9(char *out, double x)
     if (y >= 1e10L) {
         e10++;
         y = (long double)a * p10[k - 1 + EMN_P10_BIAS];
-    } else if (y < 1e9L) {              /* cannot happen; cheap to be sure */
+    } else if (y < 1e9L) {              /* only by rounding, just below 10^9 */
         e10--;
         y = (long double)a * p10[k + 1 + EMN_P10_BIAS];
     }
@@ -296,7 +296,7 @@ static int row_bytes(emn_out_kind kind, int ncols)
 
 /* ngspice knows voltage, current and charge; the mechanical quantities,
  * flux and energy have no type of their own there, and "notype" is what it
- * would make of any unknown name anyway.  ORDER emn_unit */
+ * would make of any unknown name anyway. */
 static const char *unit_name(emn_unit u)
 {
     switch (u) {
@@ -547,6 +547,12 @@ int emn_out_row(emn_out *o, double t, const double *values)
     switch (o->kind) {
     case EMN_OUT_TABLE:
     case EMN_OUT_CSV: {
+        /* CSV uses the table's %.9e rather than %.17g: every spreadsheet
+         * reads it, ten significant digits are more than a spreadsheet
+         * shows and far more than the integrator's tolerance warrants, the
+         * columns line up, and a CSV row can be diffed against the table
+         * printed for the same run.  Exact doubles are what the binary raw
+         * file is for. */
         char sep = o->kind == EMN_OUT_CSV ? ',' : ' ';
         p += format_e9(p, t);
         for (i = 0; i < o->ncols; i++) {
