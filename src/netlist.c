@@ -201,16 +201,21 @@ static const char *lower_tmp(emn_build *b, emn_loc loc)
     return b->scratch.v;
 }
 
+static emn_loc field_loc(const emn_field *f);
+
 /* The text of a field as written, for messages. */
 static const char *field_text(emn_build *b, const emn_field *f)
 {
-    emn_loc l = f->loc;
-    if (f->kind == EMN_FIELD_CALL && f->args) {
-        /* name(...): up to the end of the last argument on the same line */
-        const emn_field *a = f->args;
+    emn_loc l = field_loc(f);
+    const emn_field *last = f->kind == EMN_FIELD_ASSIGN ? f->value : f;
+    emn_loc e = last->loc;
+    if (last->kind == EMN_FIELD_CALL && last->args) {
+        const emn_field *a = last->args;
         while (a->next) a = a->next;
-        if (a->loc.line == l.line && a->loc.col > l.col) l.len = a->loc.col + a->loc.len - l.col + 1;
+        e = a->loc;
+        e.len++;                /* the closing parenthesis, if written right after */
     }
+    if (e.line == l.line && e.col + e.len > l.col) l.len = e.col + e.len - l.col;
     return emn_arena_strndup(b->tmp, emn_build_text(l), (size_t)l.len);
 }
 
@@ -967,7 +972,7 @@ static bool check_range(emn_build *b, emn_kind kind, double v, emn_loc loc, cons
 
 /* Source: [[DC] value] [SIN(...)|PULSE(...)|PWL(...)|EXP(...)|'expr'] */
 static int parse_source(emn_build *b, const inst *in, emn_field **f, int nf, const char *who,
-                        emn_loc name, emn_source *src)
+                        emn_loc name, int kind, emn_source *src)
 {
     static const struct { const char *name; emn_wave_kind kind; int lo, hi; } fns[] = {
         {"sin", EMN_WAVE_SIN, 2, 6}, {"pulse", EMN_WAVE_PULSE, 2, 7},
@@ -986,6 +991,12 @@ static int parse_source(emn_build *b, const inst *in, emn_field **f, int nf, con
                 return -1;
             }
             continue;
+        }
+        double pv;
+        if (g->kind == EMN_FIELD_WORD && !numberish(emn_build_text(g->loc), g->loc.len) &&
+            !scope_get(in->sc, lower_tmp(b, g->loc), (size_t)g->loc.len, &pv)) {
+            error(b, g->loc, "unexpected '%s' in %s: expected '%s'", field_text(b, g), who, usage[kind]);
+            return -1;
         }
         if (g->kind == EMN_FIELD_WORD || g->kind == EMN_FIELD_EXPR) {
             bool want_dc = dc_word || (!src->has_dc && src->kind == EMN_WAVE_NONE);
@@ -1130,7 +1141,7 @@ static void add_element(emn_build *b, const inst *in, const card *k, int kind)
     }
 
     if (kind == EMN_V || kind == EMN_I || kind == EMN_F) {
-        if (parse_source(b, in, k->f + nn, k->nf - nn, disp, k->loc, &e.src) == 0 &&
+        if (parse_source(b, in, k->f + nn, k->nf - nn, disp, k->loc, kind, &e.src) == 0 &&
             b->d->nerrors == errs) {
             map_put(&b->elems, e.name, c->elems.n);
             EMN_PUSH(c->elems, e);
@@ -1599,7 +1610,7 @@ static void do_ic(emn_build *b, const inst *in, const card *k)
     for (int i = 0; i < k->nf; i++) {
         const emn_field *f = k->f[i];
         const emn_field *key = f->kind == EMN_FIELD_ASSIGN ? f->key : NULL;
-        const char *fn = key && key->kind == EMN_FIELD_CALL ? lower_tmp(b, key->loc) : "";
+        const char *fn = key && key->kind == EMN_FIELD_CALL ? lower_dup(b, key->loc) : "";
         if (!key || (strcmp(fn, "x") != 0 && strcmp(fn, "v") != 0) || key->nargs != 1) {
             error(b, field_loc(f), "expected x(node)=value or v(node)=value in .ic, not '%s'",
                   field_text(b, key ? key : f));
