@@ -117,9 +117,9 @@ args:
 ;
 
 arglist:
-    atom                            { $$ = emn_build_flist_add(b, (emn_flist){0}, $1); }
-|   arglist atom                    { $$ = emn_build_flist_add(b, $1, $2); }
-|   arglist ',' atom                { $$ = emn_build_flist_add(b, $1, $3); }
+    field                           { $$ = emn_build_flist_add(b, (emn_flist){0}, $1); }
+|   arglist field                   { $$ = emn_build_flist_add(b, $1, $2); }
+|   arglist ',' field               { $$ = emn_build_flist_add(b, $1, $3); }
 ;
 
 qexpr:

@@ -800,7 +800,7 @@ static const emn_expr *bind_leaf(void *ctx, const emn_expr *leaf)
         if (strcmp(leaf->name, "pi") == 0) return emn_expr_num(b->ar, M_PI);
         if (strcmp(leaf->name, "time") == 0) {
             if (v->allow & ALLOW_TIME) return emn_expr_var(b->ar, EMN_VAR_TIME);
-            error(b, leaf->loc, "'time' may be used only in source expressions (%s)", v->who);
+            error(b, leaf->loc, "'time' may be used only in source expressions, not in %s", v->who);
         } else {
             error(b, leaf->loc, "unknown parameter '%s'", leaf->name);
         }
@@ -1100,18 +1100,21 @@ static void add_element(emn_build *b, const inst *in, const card *k, int kind)
     int nn = terminals[kind].n;
     int want_values = kind == EMN_V || kind == EMN_I || kind == EMN_F ? 0 : 1;
     int nfixed = (kind == EMN_K ? 2 : nn);
-    if (k->nf < nfixed + (want_values && kind != EMN_C && kind != EMN_L ? 1 : 0)) {
-        error(b, k->loc, "too few fields for %s: expected '%s'", disp, usage[kind]);
-        return;
-    }
     int errs = b->d->nerrors;
-    for (int i = 0; i < nfixed; i++) {
+    for (int i = 0; i < nfixed && i < k->nf; i++) {
         const emn_field *f = k->f[i];
         if (f->kind != EMN_FIELD_WORD) {
             error(b, field_loc(f), "expected a %s name in %s, not '%s'",
                   kind == EMN_K ? "inductor" : "node", disp, field_text(b, f));
             return;
         }
+    }
+    if (k->nf < nfixed + (want_values && kind != EMN_C && kind != EMN_L ? 1 : 0)) {
+        error(b, k->loc, "too few fields for %s: expected '%s'", disp, usage[kind]);
+        return;
+    }
+    for (int i = 0; i < nfixed; i++) {
+        const emn_field *f = k->f[i];
         if (kind == EMN_K) {
             char *n = full_elem_name(in, lower_tmp(b, f->loc));
             info.kname[i] = emn_arena_strdup(b->ar, n);
@@ -1768,7 +1771,7 @@ static void check_initial_state(emn_build *b)
         emn_elem *e = &c->elems.v[i];
         if (!e->vexpr || (e->kind != EMN_C && e->kind != EMN_L)) continue;
         double v = emn_expr_eval(e->vexpr, x);
-        if (!(v > 0))
+        if (!(v > 0) || !isfinite(v))
             error(b, e->value_loc, "%s of %s is %g at the initial state; it must be positive",
                   e->kind == EMN_C ? "the capacitance" : "the inductance", b->einfo.v[i].disp, v);
         else
