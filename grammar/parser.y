@@ -24,9 +24,10 @@ typedef void *yyscan_t;
 }
 
 %code {
-#include "lexer.h"
-
-static void yyerror(emn_loc *loc, yyscan_t scanner, emn_build *b, const char *msg);
+/* Declared here rather than through the generated lexer.h, so that the
+ * parser does not depend on the scanner's generated header. */
+int yylex(YYSTYPE *yylval, YYLTYPE *yylloc, yyscan_t scanner);
+static void yyerror(emn_loc *loc, yyscan_t scanner, emn_build *b, emn_scan *scan, const char *msg);
 
 /* A span from the first to the last symbol of a rule, when they share a
  * line; otherwise the first symbol alone. */
@@ -52,7 +53,7 @@ static void yyerror(emn_loc *loc, yyscan_t scanner, emn_build *b, const char *ms
 %locations
 %expect 0
 %param {yyscan_t scanner}
-%parse-param {emn_build *b}
+%parse-param {emn_build *b} {emn_scan *scan}
 
 %union {
     emn_field *field;
@@ -148,11 +149,10 @@ exprs:
 
 %%
 
-static void yyerror(emn_loc *loc, yyscan_t scanner, emn_build *b, const char *msg)
+static void yyerror(emn_loc *loc, yyscan_t scanner, emn_build *b, emn_scan *scan, const char *msg)
 {
-    emn_scan *s = yyget_extra(scanner);
-    if (s->lexerr) {            /* the scanner has said what is wrong */
-        s->lexerr = false;
+    if (scan->lexerr) {         /* the scanner has said what is wrong */
+        scan->lexerr = false;
         return;
     }
     emn_build_error(b, *loc, "%s", msg);
