@@ -1,0 +1,1386 @@
+/*
+ * form.c: building the charge and flux-linkage formulations, and evaluating
+ * momenta, forces and the Newton matrix (see form.h for the model).
+ *
+ * Set-up runs in four passes: sources are numbered; the electrical graph is
+ * checked (current-source cutsets, loops of voltage sources and coils) and
+ * each branch is mapped to coordinates (fundamental loops, or node groups
+ * with their offsets); mechanical nodes get coordinates and linkage
+ * expressions; every element becomes a term whose L, D and P are built by
+ * elem.c and differentiated here.  Terms with the same shape share one
+ * template (a resistor is a resistor), so a million-element grid costs a
+ * handful of symbolic derivatives.
+ */
+#include "config.h"
+#include "form.h"
+#include "elem.h"
+#include "topo.h"
+#include "util.h"
+#include "wave.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A term's expressions and derivatives over local variables
+ *   v_0..v_{m-1}, u_0..u_{m-1}, k_0..k_3. */
+struct emn_tmpl {
+    int m;
+    const emn_expr *L, *D, *P;
+    const emn_expr **p, **F;          /* m each */
+    const emn_expr **pv, **pu, **Fv, **Fu;  /* m*m each, row a (equation), col b */
+    emn_tape **tp, **tF, **tpv, **tpu, **tFv, **tFu;
+    bool linear;
+};
+
+#define NPARAM 4
+
+/* A term before it has a template: which branches, mechanical nodes and
+ * source it reads, in slot order. */
+typedef struct term_desc {
+    int elem;
+    int nbr, br[64];        /* electrical branch elements */
+    int nmech, mech[64];    /* free mechanical nodes */
+    int src;                /* source index or -1 */
+} term_desc;
+
+/* How a term's quantities are written: as local variables (numerics) or
+ * as global coordinates with element names (printing). */
+typedef struct mapping {
+    bool print;
+    const emn_expr *slot_v[130], *slot_u[130];
+    int mech_v[64], mech_u[64]; /* variable numbers standing for x and u of mech[k] */
+    const emn_expr *param[NPARAM];
+} mapping;
+
+/* ------------------------------------------------------------ helpers */
+
+static int add_slot(emn_form *f, emn_lmap m)
+{
+    EMN_PUSH(f->slots, m);
+    return f->slots.n - 1;
+}
+
+/* Sparse accumulator for building linear maps. */
+typedef struct { struct { int *v; int n, cap; } i; struct { double *v; int n, cap; } x; } acc;
+static void acc_add(acc *a, int i, double x)
+{
+    for (int k = 0; k < a->i.n; k++)
+        if (a->i.v[k] == i) { a->x.v[k] += x; return; }
+    EMN_PUSH(a->i, i);
+    EMN_PUSH(a->x, x);
+}
+
+static void acc_to_map(const acc *ac, const acc *ad, emn_lmap *m)
+{
+    m->nc = m->nd = 0;
+    m->ci = emn_xmalloc((size_t)(ac ? ac->i.n : 0) * sizeof(int) + 1);
+    m->c = emn_xmalloc((size_t)(ac ? ac->i.n : 0) * sizeof(double) + 1);
+    m->di = emn_xmalloc((size_t)(ad ? ad->i.n : 0) * sizeof(int) + 1);
+    m->d = emn_xmalloc((size_t)(ad ? ad->i.n : 0) * sizeof(double) + 1);
+    for (int k = 0; ac && k < ac->i.n; k++)
+        if (ac->x.v[k] != 0) { m->ci[m->nc] = ac->i.v[k]; m->c[m->nc++] = ac->x.v[k]; }
+    for (int k = 0; ad && k < ad->i.n; k++)
+        if (ad->x.v[k] != 0) { m->di[m->nd] = ad->i.v[k]; m->d[m->nd++] = ad->x.v[k]; }
+}
+
+static void acc_free(acc *a)
+{
+    free(a->i.v);
+    free(a->x.v);
+    a->i.v = NULL;
+    a->x.v = NULL;
+    a->i.n = a->x.n = a->i.cap = a->x.cap = 0;
+}
+
+static bool is_branch(const emn_elem *e)
+{
+    switch (e->kind) {
+    case EMN_R: case EMN_C: case EMN_L: case EMN_V: case EMN_I: case EMN_T: return true;
+    default: return false;
+    }
+}
+
+static bool is_source(const emn_elem *e)
+{
+    return e->kind == EMN_V || e->kind == EMN_I || e->kind == EMN_F;
+}
+
+/* ------------------------------------------------- electrical topology */
+
+typedef struct egraph {
+    emn_graph g;
+    int *from, *to, *rank, *elem;     /* per branch */
+    int *elem_branch;                 /* element -> branch or -1 */
+} egraph;
+
+/* Tree preference: sources and coils in the tree, then resistors,
+ * inductors, capacitors; current sources never. */
+static int charge_rank(emn_kind k)
+{
+    switch (k) {
+    case EMN_V: return 0;
+    case EMN_T: return 1;
+    case EMN_R: return 2;
+    case EMN_L: return 3;
+    case EMN_C: return 4;
+    default: return -1;
+    }
+}
+
+static void egraph_build(const emn_circuit *c, egraph *eg)
+{
+    int nb = 0;
+    eg->elem_branch = emn_xmalloc((size_t)c->elems.n * sizeof(int) + 1);
+    for (int i = 0; i < c->elems.n; i++) eg->elem_branch[i] = is_branch(&c->elems.v[i]) ? nb++ : -1;
+    eg->from = emn_xmalloc((size_t)nb * sizeof(int) + 1);
+    eg->to = emn_xmalloc((size_t)nb * sizeof(int) + 1);
+    eg->rank = emn_xmalloc((size_t)nb * sizeof(int) + 1);
+    eg->elem = emn_xmalloc((size_t)nb * sizeof(int) + 1);
+    for (int i = 0; i < c->elems.n; i++) {
+        int b = eg->elem_branch[i];
+        if (b < 0) continue;
+        eg->from[b] = c->elems.v[i].node[0];
+        eg->to[b] = c->elems.v[i].node[1];
+        eg->rank[b] = charge_rank(c->elems.v[i].kind);
+        eg->elem[b] = i;
+    }
+    eg->g = (emn_graph){c->nodes.n, nb, eg->from, eg->to, eg->rank};
+}
+
+static void egraph_free(egraph *eg)
+{
+    free(eg->from);
+    free(eg->to);
+    free(eg->rank);
+    free(eg->elem);
+    free(eg->elem_branch);
+}
+
+/* Element names joined for messages: "i1, i2 and i3". */
+static char *name_list(const emn_circuit *c, const int *elems, int n)
+{
+    emn_buf b = {0};
+    emn_buf_puts(&b, "");
+    for (int k = 0; k < n; k++) {
+        if (k) emn_buf_puts(&b, k == n - 1 ? " and " : ", ");
+        emn_buf_puts(&b, c->elems.v[elems[k]].name);
+    }
+    return b.v;
+}
+
+/* Current sources whose ends the other branches do not connect form a
+ * cutset: KCL would fix the sum of their currents. */
+static int check_cutsets(const emn_circuit *c, const egraph *eg, const emn_forest *f, emn_diag *d)
+{
+    struct { int *v; int n, cap; } bad = {0};
+    for (int b = 0; b < eg->g.nbranches; b++)
+        if (eg->rank[b] < 0 && f->root[eg->from[b]] != f->root[eg->to[b]])
+            EMN_PUSH(bad, eg->elem[b]);
+    if (bad.n) {
+        char *names = name_list(c, bad.v, bad.n);
+        const emn_elem *e = &c->elems.v[bad.v[0]];
+        emn_diag_error(d, e->loc, "current source%s %s form%s a cutset: no other element connects "
+                       "node '%s' to node '%s', so Kirchhoff's current law fixes their current",
+                       bad.n > 1 ? "s" : "", names, bad.n > 1 ? "" : "s",
+                       c->nodes.v[e->node[0]].name, c->nodes.v[e->node[1]].name);
+        free(names);
+    }
+    free(bad.v);
+    return bad.n ? -1 : 0;
+}
+
+/* Voltage sources and coils fix the flux of their branch; a loop of them
+ * over-determines it. */
+static int check_vloops(const emn_circuit *c, const egraph *eg, emn_diag *d)
+{
+    int nb = eg->g.nbranches;
+    int *rank = emn_xmalloc((size_t)nb * sizeof(int) + 1);
+    emn_dsu u;
+    emn_dsu_init(&u, c->nodes.n);
+    int status = 0;
+    for (int b = 0; b < nb; b++) {
+        emn_kind k = c->elems.v[eg->elem[b]].kind;
+        rank[b] = -1;
+        if (k != EMN_V && k != EMN_T) continue;
+        if (!emn_dsu_union(&u, eg->from[b], eg->to[b])) {
+            /* find the loop: the constraint branches accepted so far form a
+             * forest; the path between b's ends closes it */
+            emn_graph g = eg->g;
+            g.rank = rank;
+            emn_forest f;
+            emn_topo_forest(&g, &f);
+            int *br = emn_xmalloc((size_t)(c->nodes.n + 2) * sizeof(int));
+            int *sg = emn_xmalloc((size_t)(c->nodes.n + 2) * sizeof(int));
+            int len = emn_topo_path(&g, &f, eg->from[b], eg->to[b], br, sg);
+            int *el = emn_xmalloc((size_t)(len + 2) * sizeof(int));
+            for (int k2 = 0; k2 < len; k2++) el[k2] = eg->elem[br[k2]];
+            el[len > 0 ? len : 0] = eg->elem[b];
+            char *names = name_list(c, el, (len > 0 ? len : 0) + 1);
+            emn_diag_error(d, c->elems.v[eg->elem[b]].loc,
+                           "voltage sources and coils %s form a loop: their voltages over-determine it",
+                           names);
+            free(names);
+            free(el);
+            free(br);
+            free(sg);
+            emn_topo_forest_free(&f);
+            status = -1;
+            continue;
+        }
+        rank[b] = 0;
+    }
+    emn_dsu_free(&u);
+    free(rank);
+    return status;
+}
+
+/* Keep a forest for signal reconstruction: parents, branch elements, and
+ * the nodes ordered by depth. */
+static void save_forest(emn_form *f, const egraph *eg, const emn_forest *fr)
+{
+    int nn = f->c->nodes.n;
+    f->tparent = emn_xmalloc((size_t)nn * sizeof(int) + 1);
+    f->telem = emn_xmalloc((size_t)nn * sizeof(int) + 1);
+    f->torder = emn_xmalloc((size_t)nn * sizeof(int) + 1);
+    int maxd = 0, k = 0;
+    for (int v = 0; v < nn; v++) {
+        f->tparent[v] = fr->parent[v];
+        f->telem[v] = fr->parent_branch[v] >= 0 ? eg->elem[fr->parent_branch[v]] : -1;
+        if (fr->depth[v] > maxd) maxd = fr->depth[v];
+    }
+    int *count = emn_xcalloc((size_t)maxd + 2, sizeof(int));
+    for (int v = 0; v < nn; v++) count[fr->depth[v] + 1]++;
+    for (int dd = 0; dd <= maxd; dd++) count[dd + 1] += count[dd];
+    for (int v = 0; v < nn; v++) f->torder[count[fr->depth[v]]++] = v;
+    (void)k;
+    free(count);
+}
+
+/* ----------------------------------------------------- charge formulation */
+
+static void build_charge(emn_form *f, const egraph *eg, const emn_forest *fr)
+{
+    const emn_circuit *c = f->c;
+    int nb = eg->g.nbranches;
+    acc *bc = emn_xcalloc((size_t)nb + 1, sizeof(acc)), *bd = emn_xcalloc((size_t)nb + 1, sizeof(acc));
+    int *br = emn_xmalloc((size_t)(c->nodes.n + 2) * sizeof(int));
+    int *sg = emn_xmalloc((size_t)(c->nodes.n + 2) * sizeof(int));
+    struct { emn_coord *v; int n, cap; } coords = {0};
+    for (int b = 0; b < nb; b++) {
+        if (fr->in_tree[b]) continue;
+        int e = eg->elem[b];
+        int len = emn_topo_loop(&eg->g, fr, b, br, sg);
+        if (eg->rank[b] < 0) {          /* current source: prescribed loop charge */
+            int s = f->elem_src[e];
+            for (int k = 0; k < len; k++) acc_add(&bd[br[k]], s, sg[k]);
+        } else {
+            int j = coords.n;
+            EMN_PUSH(coords, ((emn_coord){EMN_COORD_LOOP, -1, e, emn_xasprintf("q%d", j + 1)}));
+            for (int k = 0; k < len; k++) acc_add(&bc[br[k]], j, sg[k]);
+        }
+    }
+    for (int b = 0; b < nb; b++) {
+        emn_lmap m;
+        acc_to_map(&bc[b], &bd[b], &m);
+        f->elem_branch_slot[eg->elem[b]] = add_slot(f, m);
+        acc_free(&bc[b]);
+        acc_free(&bd[b]);
+    }
+    free(bc);
+    free(bd);
+    free(br);
+    free(sg);
+    f->ne = f->nloops = coords.n;
+    f->coord = coords.v;
+    save_forest(f, eg, fr);
+}
+
+/* ------------------------------------------------------- flux formulation */
+
+static int build_flux(emn_form *f, const egraph *eg, const emn_forest *fr, emn_diag *d)
+{
+    const emn_circuit *c = f->c;
+    emn_arena *ar = f->ar;
+    int nn = c->nodes.n, nb = eg->g.nbranches;
+    /* the forest of constraint branches (V and coils), grown from ground */
+    int *rank = emn_xmalloc((size_t)nb * sizeof(int) + 1);
+    for (int b = 0; b < nb; b++) {
+        emn_kind k = c->elems.v[eg->elem[b]].kind;
+        rank[b] = (k == EMN_V || k == EMN_T) ? 0 : -1;
+    }
+    emn_graph g = eg->g;
+    g.rank = rank;
+    emn_forest cf;
+    emn_topo_forest(&g, &cf);
+
+    /* datum nodes: the root of every part of the (non current source)
+     * forest that ground does not reach */
+    bool *datum = emn_xcalloc((size_t)nn + 1, sizeof(bool));
+    datum[0] = true;
+    for (int v = 1; v < nn; v++) {
+        if (c->nodes.v[v].dom != EMN_DOM_ELEC || fr->root[v] != v) continue;
+        datum[v] = true;
+        emn_diag_warning(d, c->nodes.v[v].loc,
+                         "no element connects node '%s' and its part of the circuit to ground; "
+                         "node '%s' is taken as that part's reference", c->nodes.v[v].name,
+                         c->nodes.v[v].name);
+    }
+    /* the constraint tree's root node decides: ground/datum -> no coordinate */
+    int *group_coord = emn_xmalloc((size_t)nn * sizeof(int) + 1);
+    struct { emn_coord *v; int n, cap; } coords = {0};
+    for (int v = 0; v < nn; v++) {
+        group_coord[v] = -1;
+        if (c->nodes.v[v].dom != EMN_DOM_ELEC && v != 0) continue;
+        if (cf.root[v] != v) continue;
+        /* a datum anywhere in the group removes its coordinate */
+        group_coord[v] = -2;
+    }
+    for (int v = 0; v < nn; v++)
+        if (datum[v]) group_coord[cf.root[v]] = -1;
+    for (int v = 0; v < nn; v++)
+        if (group_coord[v] == -2) {
+            group_coord[v] = coords.n;
+            EMN_PUSH(coords, ((emn_coord){EMN_COORD_NODE, v, -1,
+                                          emn_xasprintf("lambda(%s)", c->nodes.v[v].name)}));
+        }
+    free(datum);
+
+    /* node maps, parents before children (BFS order by depth) */
+    f->node_map = emn_xcalloc((size_t)nn + 1, sizeof(emn_lmap));
+    f->node_mech = emn_xcalloc((size_t)nn + 1, sizeof(emn_expr *));
+    int *order = emn_xmalloc((size_t)nn * sizeof(int) + 1), no = 0;
+    int maxdepth = 0;
+    for (int v = 0; v < nn; v++) if (cf.depth[v] > maxdepth) maxdepth = cf.depth[v];
+    for (int dep = 0; dep <= maxdepth; dep++)
+        for (int v = 0; v < nn; v++)
+            if (cf.depth[v] == dep) order[no++] = v;
+    acc *mc = emn_xcalloc((size_t)nn + 1, sizeof(acc)), *md = emn_xcalloc((size_t)nn + 1, sizeof(acc));
+    for (int k = 0; k < no; k++) {
+        int v = order[k];
+        int b = cf.parent_branch[v];
+        if (b < 0) {
+            if (group_coord[v] >= 0) acc_add(&mc[v], group_coord[v], 1);
+            f->node_mech[v] = NULL;
+        } else {
+            int p = cf.parent[v];
+            double sgn = eg->from[b] == v ? +1 : -1;   /* lambda(v) = lambda(p) +- Lambda_b */
+            for (int q = 0; q < mc[p].i.n; q++) acc_add(&mc[v], mc[p].i.v[q], mc[p].x.v[q]);
+            for (int q = 0; q < md[p].i.n; q++) acc_add(&md[v], md[p].i.v[q], md[p].x.v[q]);
+            const emn_elem *e = &c->elems.v[eg->elem[b]];
+            const emn_expr *mech = f->node_mech[p];
+            if (e->kind == EMN_V) {
+                acc_add(&md[v], f->elem_src[eg->elem[b]], sgn);
+            } else {                    /* coil: Lambda_b = T (x(m+) - x(m-)) */
+                const emn_expr *lam = emn_expr_mul(ar, emn_expr_num(ar, sgn * e->value),
+                                                   emn_expr_sub(ar, emn_form_xnode(f, e->node[2]), emn_form_xnode(f, e->node[3])));
+                mech = mech ? emn_expr_add(ar, mech, lam) : lam;
+            }
+            f->node_mech[v] = mech;
+        }
+    }
+    for (int v = 0; v < nn; v++) {
+        acc_to_map(&mc[v], &md[v], &f->node_map[v]);
+        acc_free(&mc[v]);
+        acc_free(&md[v]);
+    }
+    free(mc);
+    free(md);
+    free(order);
+    free(group_coord);
+    free(rank);
+    save_forest(f, eg, &cf);
+    emn_topo_forest_free(&cf);
+
+    /* branch slots: Lambda_b = lambda(n+) - lambda(n-) */
+    for (int b = 0; b < nb; b++) {
+        int e = eg->elem[b];
+        const emn_lmap *a = &f->node_map[eg->from[b]], *m = &f->node_map[eg->to[b]];
+        acc ac = {0}, ad = {0};
+        for (int q = 0; q < a->nc; q++) acc_add(&ac, a->ci[q], a->c[q]);
+        for (int q = 0; q < m->nc; q++) acc_add(&ac, m->ci[q], -m->c[q]);
+        for (int q = 0; q < a->nd; q++) acc_add(&ad, a->di[q], a->d[q]);
+        for (int q = 0; q < m->nd; q++) acc_add(&ad, m->di[q], -m->d[q]);
+        emn_lmap lm;
+        acc_to_map(&ac, &ad, &lm);
+        acc_free(&ac);
+        acc_free(&ad);
+        f->elem_branch_slot[e] = add_slot(f, lm);
+        const emn_expr *ma = f->node_mech[eg->from[b]], *mb = f->node_mech[eg->to[b]];
+        if (ma || mb)
+            f->elem_branch_mech[e] = emn_expr_sub(ar, ma ? ma : emn_expr_num(ar, 0),
+                                                  mb ? mb : emn_expr_num(ar, 0));
+    }
+    f->ne = coords.n;
+    f->coord = coords.v;
+    return 0;
+}
+
+/* -------------------------------------------------------- mechanical part */
+
+/* x(node) in variables of free nodes: linkages composed through chains. */
+static const emn_expr *compose_leaf(void *ctx, const emn_expr *leaf);
+
+typedef struct { emn_form *f; int depth; bool cycle; } compose_ctx;
+
+static const emn_expr *xnode_of(compose_ctx *cc, int node)
+{
+    emn_form *f = cc->f;
+    const emn_circuit *c = f->c;
+    if (node == 0) return emn_expr_num(f->ar, 0);
+    if (f->xnode[node]) return f->xnode[node];
+    int j = c->nodes.v[node].jdef;
+    if (j < 0) return f->xnode[node] = emn_expr_var(f->ar, node);
+    if (++cc->depth > c->nodes.n + 1) {     /* the front end rejects cycles; stay safe */
+        cc->cycle = true;
+        return emn_expr_num(f->ar, 0);
+    }
+    const emn_expr *e = emn_expr_subst(f->ar, c->elems.v[j].vexpr, compose_leaf, cc);
+    cc->depth--;
+    return f->xnode[node] = e;
+}
+
+static const emn_expr *compose_leaf(void *ctx, const emn_expr *leaf)
+{
+    compose_ctx *cc = ctx;
+    if (leaf->op != EMN_EX_VAR || leaf->var == EMN_VAR_TIME) return NULL;
+    return xnode_of(cc, leaf->var);
+}
+
+/* ------------------------------------------------------------ the terms */
+
+/* Free mechanical nodes named by an expression in node variables. */
+static void collect_mech(const emn_expr *e, term_desc *td)
+{
+    if (!e) return;
+    switch (e->op) {
+    case EMN_EX_VAR:
+        if (e->var == EMN_VAR_TIME) return;
+        for (int k = 0; k < td->nmech; k++) if (td->mech[k] == e->var) return;
+        if (td->nmech < 64) td->mech[td->nmech++] = e->var;
+        return;
+    case EMN_EX_CALL:
+        for (int k = 0; k < e->nargs; k++) collect_mech(e->args[k], td);
+        return;
+    default:
+        collect_mech(e->a, td);
+        collect_mech(e->b, td);
+    }
+}
+
+/* node variable -> the mapping's variable for that free node's value */
+typedef struct { emn_arena *ar; const mapping *mp; const term_desc *td; } vmap_ctx;
+static const emn_expr *vmap_leaf(void *ctx, const emn_expr *leaf)
+{
+    vmap_ctx *mc = ctx;
+    if (leaf->op != EMN_EX_VAR || leaf->var == EMN_VAR_TIME) return NULL;
+    for (int k = 0; k < mc->td->nmech; k++)
+        if (mc->td->mech[k] == leaf->var) return emn_expr_var(mc->ar, mc->mp->mech_v[k]);
+    return emn_expr_num(mc->ar, 0);     /* ground */
+}
+
+static const emn_expr *to_mapping(emn_arena *ar, const mapping *mp, const term_desc *td,
+                                  const emn_expr *e)
+{
+    vmap_ctx mc = {ar, mp, td};
+    return emn_expr_subst(ar, e, vmap_leaf, &mc);
+}
+
+/* d/dt of an expression in the mapping's mechanical value variables. */
+static const emn_expr *rate_of(emn_arena *ar, const mapping *mp, const term_desc *td,
+                               const emn_expr *x)
+{
+    const emn_expr *r = emn_expr_num(ar, 0);
+    for (int k = 0; k < td->nmech; k++) {
+        const emn_expr *dx = emn_expr_diff(ar, x, mp->mech_v[k]);
+        r = emn_expr_add(ar, r, emn_expr_mul(ar, dx, emn_expr_var(ar, mp->mech_u[k])));
+    }
+    return r;
+}
+
+/* Build L, D, P of a term in the given mapping. */
+static void term_exprs(emn_form *f, emn_arena *ar, const term_desc *td, const mapping *mp,
+                       const emn_expr **L, const emn_expr **D, const emn_expr **P)
+{
+    const emn_circuit *c = f->c;
+    const emn_elem *e = &c->elems.v[td->elem];
+    emn_elem_io io = {0};
+    io.ar = ar;
+    io.form = f->kind;
+    io.kind = e->kind;
+    *L = *D = *P = NULL;
+    if (e->kind == EMN_L && f->kind == EMN_FORM_FLUX && td->nbr > 1) {
+        /* a group of inductors coupled by K */
+        int n = td->nbr;
+        const emn_expr **Lm = emn_xcalloc((size_t)(n * n), sizeof *Lm);
+        const emn_expr **lam = emn_xcalloc((size_t)n, sizeof *lam);
+        for (int i = 0; i < n; i++) {
+            const emn_elem *li = &c->elems.v[td->br[i]];
+            lam[i] = mp->slot_v[i];
+            if (f->elem_branch_mech[td->br[i]])
+                lam[i] = emn_expr_add(ar, lam[i], to_mapping(ar, mp, td, f->elem_branch_mech[td->br[i]]));
+            Lm[i * n + i] = li->vexpr ? to_mapping(ar, mp, td, li->vexpr)
+                          : mp->print ? emn_expr_name(ar, li->name, EMN_NOLOC) : emn_expr_num(ar, li->value);
+        }
+        for (int k = 0; k < c->elems.n; k++) {
+            const emn_elem *ke = &c->elems.v[k];
+            if (ke->kind != EMN_K) continue;
+            int a = -1, b = -1;
+            for (int i = 0; i < n; i++) {
+                if (td->br[i] == ke->ind[0]) a = i;
+                if (td->br[i] == ke->ind[1]) b = i;
+            }
+            if (a < 0 || b < 0) continue;
+            const emn_expr *kv = ke->vexpr ? to_mapping(ar, mp, td, ke->vexpr)
+                               : mp->print ? emn_expr_name(ar, ke->name, EMN_NOLOC) : emn_expr_num(ar, ke->value);
+            const emn_expr *M = emn_expr_mul(ar, kv, emn_expr_call(ar, EMN_FN_SQRT, 1,
+                                (const emn_expr *[]){emn_expr_mul(ar, Lm[a * n + a], Lm[b * n + b])}, EMN_NOLOC));
+            Lm[a * n + b] = Lm[b * n + a] = Lm[a * n + b] ? emn_expr_add(ar, Lm[a * n + b], M) : M;
+        }
+        for (int i = 0; i < n * n; i++) if (!Lm[i]) Lm[i] = emn_expr_num(ar, 0);
+        *L = emn_elem_coupled_flux(ar, n, Lm, lam);
+        free(Lm);
+        free(lam);
+        return;
+    }
+    if (td->nbr >= 1 && e->kind != EMN_K) {
+        const emn_expr *mech = f->elem_branch_mech[td->elem];
+        io.bv = mp->slot_v[0];
+        io.br = mp->slot_u[0];
+        if (mech) {
+            const emn_expr *mm = to_mapping(ar, mp, td, mech);
+            io.bv = emn_expr_add(ar, io.bv, mm);
+            io.br = emn_expr_add(ar, io.br, rate_of(ar, mp, td, mm));
+        }
+    }
+    int first_mech_term = e->kind == EMN_T ? 2 : 0;
+    for (int k = first_mech_term; k < e->nnodes; k++) {
+        const emn_expr *x = to_mapping(ar, mp, td, f->xnode[e->node[k]] ? f->xnode[e->node[k]]
+                                                                       : emn_expr_num(ar, 0));
+        io.xv[k] = x;
+        io.xr[k] = rate_of(ar, mp, td, x);
+    }
+    if (e->kind == EMN_M || e->kind == EMN_J) { io.xv[1] = io.xr[1] = emn_expr_num(ar, 0); }
+    io.val = e->vexpr ? to_mapping(ar, mp, td, e->vexpr) : mp->param[0];
+    io.x0 = mp->param[1];
+    if (td->src >= 0) io.sv = mp->slot_u[td->nbr + td->nmech];
+    if (e->kind == EMN_K) {
+        for (int i = 0; i < 2; i++) {
+            const emn_elem *li = &c->elems.v[e->ind[i]];
+            io.lval[i] = li->vexpr ? to_mapping(ar, mp, td, li->vexpr) : mp->param[2 + i];
+            io.lrate[i] = mp->slot_u[i];
+        }
+    }
+    emn_elem_energy(&io);
+    *L = io.L;
+    *D = io.D;
+    *P = io.P;
+}
+
+static int term_m(const term_desc *td) { return td->nbr + td->nmech + (td->src >= 0); }
+
+/* Numeric mapping: slot a -> v_a = var a, u_a = var m+a, params var 2m+i. */
+static void numeric_mapping(emn_arena *ar, const term_desc *td, mapping *mp)
+{
+    int m = term_m(td);
+    memset(mp, 0, sizeof *mp);
+    for (int a = 0; a < m; a++) {
+        mp->slot_v[a] = emn_expr_var(ar, a);
+        mp->slot_u[a] = emn_expr_var(ar, m + a);
+    }
+    for (int k = 0; k < td->nmech; k++) {
+        mp->mech_v[k] = td->nbr + k;
+        mp->mech_u[k] = m + td->nbr + k;
+    }
+    for (int i = 0; i < NPARAM; i++) mp->param[i] = emn_expr_var(ar, 2 * m + i);
+}
+
+static void term_params(const emn_form *f, const term_desc *td, double *k)
+{
+    const emn_elem *e = &f->c->elems.v[td->elem];
+    k[0] = e->value;
+    k[1] = e->kind == EMN_S ? e->x0 : 0;
+    k[2] = k[3] = 0;
+    if (e->kind == EMN_K) {
+        k[2] = f->c->elems.v[e->ind[0]].value;
+        k[3] = f->c->elems.v[e->ind[1]].value;
+    }
+}
+
+static bool depends_on_state(const emn_expr *e, int m)
+{
+    for (int v = 0; v < 2 * m; v++)
+        if (emn_expr_depends(e, v)) return true;
+    return false;
+}
+
+static emn_tmpl *make_template(emn_arena *ar, int m, const emn_expr *L, const emn_expr *D,
+                               const emn_expr *P)
+{
+    emn_tmpl *t = emn_arena_alloc(ar, sizeof *t);
+    const emn_expr *zero = emn_expr_num(ar, 0);
+    t->m = m;
+    t->L = L ? L : zero;
+    t->D = D ? D : zero;
+    t->P = P ? P : zero;
+    t->p = emn_arena_alloc(ar, (size_t)m * sizeof(emn_expr *));
+    t->F = emn_arena_alloc(ar, (size_t)m * sizeof(emn_expr *));
+    size_t mm = (size_t)(m * m) * sizeof(emn_expr *);
+    t->pv = emn_arena_alloc(ar, mm);
+    t->pu = emn_arena_alloc(ar, mm);
+    t->Fv = emn_arena_alloc(ar, mm);
+    t->Fu = emn_arena_alloc(ar, mm);
+    for (int a = 0; a < m; a++) {
+        t->p[a] = emn_expr_diff(ar, t->L, m + a);
+        t->F[a] = emn_expr_sub(ar, emn_expr_add(ar, emn_expr_diff(ar, t->L, a), emn_expr_diff(ar, t->P, m + a)),
+                               emn_expr_diff(ar, t->D, m + a));
+    }
+    t->linear = true;
+    for (int a = 0; a < m; a++)
+        for (int b = 0; b < m; b++) {
+            t->pv[a * m + b] = emn_expr_diff(ar, t->p[a], b);
+            t->pu[a * m + b] = emn_expr_diff(ar, t->p[a], m + b);
+            t->Fv[a * m + b] = emn_expr_diff(ar, t->F[a], b);
+            t->Fu[a * m + b] = emn_expr_diff(ar, t->F[a], m + b);
+            if (depends_on_state(t->pv[a * m + b], m) || depends_on_state(t->pu[a * m + b], m) ||
+                depends_on_state(t->Fv[a * m + b], m) || depends_on_state(t->Fu[a * m + b], m))
+                t->linear = false;
+        }
+    return t;
+}
+
+static void compile_template(emn_tmpl *t)
+{
+    if (t->tp) return;
+    int m = t->m;
+    t->tp = emn_xcalloc((size_t)m, sizeof(emn_tape *));
+    t->tF = emn_xcalloc((size_t)m, sizeof(emn_tape *));
+    t->tpv = emn_xcalloc((size_t)(m * m), sizeof(emn_tape *));
+    t->tpu = emn_xcalloc((size_t)(m * m), sizeof(emn_tape *));
+    t->tFv = emn_xcalloc((size_t)(m * m), sizeof(emn_tape *));
+    t->tFu = emn_xcalloc((size_t)(m * m), sizeof(emn_tape *));
+    for (int a = 0; a < m; a++) {
+        t->tp[a] = emn_tape_compile(t->p[a]);
+        t->tF[a] = emn_tape_compile(t->F[a]);
+    }
+    for (int i = 0; i < m * m; i++) {
+        t->tpv[i] = emn_tape_compile(t->pv[i]);
+        t->tpu[i] = emn_tape_compile(t->pu[i]);
+        t->tFv[i] = emn_tape_compile(t->Fv[i]);
+        t->tFu[i] = emn_tape_compile(t->Fu[i]);
+    }
+}
+
+static void free_template_tapes(emn_tmpl *t)
+{
+    if (!t->tp) return;
+    int m = t->m;
+    for (int a = 0; a < m; a++) {
+        emn_tape_free(&t->tp[a]);
+        emn_tape_free(&t->tF[a]);
+    }
+    for (int i = 0; i < m * m; i++) {
+        emn_tape_free(&t->tpv[i]);
+        emn_tape_free(&t->tpu[i]);
+        emn_tape_free(&t->tFv[i]);
+        emn_tape_free(&t->tFu[i]);
+    }
+    free(t->tp); free(t->tF); free(t->tpv); free(t->tpu); free(t->tFv); free(t->tFu);
+    t->tp = NULL;
+}
+
+const emn_expr *emn_tmpl_L(const emn_tmpl *t) { return t->L; }
+
+double emn_tmpl_eval_p(const emn_tmpl *t, int a, const double *loc)
+{
+    return t->tp ? emn_tape_eval(t->tp[a], loc) : emn_expr_eval(t->p[a], loc);
+}
+
+double emn_tmpl_eval_F(const emn_tmpl *t, int a, const double *loc)
+{
+    return t->tF ? emn_tape_eval(t->tF[a], loc) : emn_expr_eval(t->F[a], loc);
+}
+
+/* ---------------------------------------------------------------- build */
+
+static int mech_slot(emn_form *f, int *node_slot, int node)
+{
+    if (node_slot[node] >= 0) return node_slot[node];
+    emn_lmap m = {0};
+    m.nc = 1;
+    m.ci = emn_xmalloc(sizeof(int));
+    m.c = emn_xmalloc(sizeof(double));
+    m.ci[0] = f->node_coord[node];
+    m.c[0] = 1;
+    m.di = emn_xmalloc(sizeof(int));
+    m.d = emn_xmalloc(sizeof(double));
+    return node_slot[node] = add_slot(f, m);
+}
+
+static int src_slot(emn_form *f, int *src_slot_of, int s)
+{
+    if (src_slot_of[s] >= 0) return src_slot_of[s];
+    emn_lmap m = {0};
+    m.nd = 1;
+    m.ci = emn_xmalloc(sizeof(int));
+    m.c = emn_xmalloc(sizeof(double));
+    m.di = emn_xmalloc(sizeof(int));
+    m.d = emn_xmalloc(sizeof(double));
+    m.di[0] = s;
+    m.d[0] = 1;
+    return src_slot_of[s] = add_slot(f, m);
+}
+
+/* Describe the term of element i (or of the coupled group led by i). */
+static bool describe_term(emn_form *f, int i, const int *kgroup, term_desc *td)
+{
+    const emn_circuit *c = f->c;
+    const emn_elem *e = &c->elems.v[i];
+    memset(td, 0, sizeof *td);
+    td->elem = i;
+    td->src = -1;
+    bool charge = f->kind == EMN_FORM_CHARGE;
+    switch (e->kind) {
+    case EMN_J: return false;
+    case EMN_K:
+        if (!charge) return false;      /* part of its inductors' group */
+        td->br[td->nbr++] = e->ind[0];
+        td->br[td->nbr++] = e->ind[1];
+        break;
+    case EMN_V: if (!charge) return false; td->br[td->nbr++] = i; break;
+    case EMN_I: if (charge) return false; td->br[td->nbr++] = i; break;
+    case EMN_T:
+        if (!charge) return false;
+        td->br[td->nbr++] = i;
+        break;
+    case EMN_L:
+        if (!charge && kgroup[i] >= 0) {
+            if (kgroup[i] != i) return false;   /* the group's first inductor leads */
+            for (int k = 0; k < c->elems.n && td->nbr < 64; k++)
+                if (kgroup[k] == i) td->br[td->nbr++] = k;
+            break;
+        }
+        td->br[td->nbr++] = i;
+        break;
+    case EMN_R: case EMN_C:
+        td->br[td->nbr++] = i;
+        break;
+    default:
+        break;
+    }
+    /* mechanical nodes this term reads */
+    for (int k = 0; k < td->nbr; k++) {
+        collect_mech(f->elem_branch_mech[td->br[k]], td);
+        collect_mech(c->elems.v[td->br[k]].vexpr, td);
+    }
+    collect_mech(e->vexpr, td);
+    if (e->kind == EMN_K) for (int k = 0; k < 2; k++) collect_mech(c->elems.v[e->ind[k]].vexpr, td);
+    if (e->kind == EMN_L && !charge)
+        for (int k = 0; k < c->elems.n; k++)
+            if (c->elems.v[k].kind == EMN_K && kgroup[c->elems.v[k].ind[0]] == i)
+                collect_mech(c->elems.v[k].vexpr, td);
+    int first = e->kind == EMN_T ? 2 : 0;
+    if (e->kind == EMN_M || e->kind == EMN_S || e->kind == EMN_D || e->kind == EMN_F || e->kind == EMN_T)
+        for (int k = first; k < e->nnodes; k++) collect_mech(f->xnode[e->node[k]], td);
+    if (is_source(e)) td->src = f->elem_src[i];
+    return true;
+}
+
+/* Inductors joined by K elements, for the flux formulation's inverse
+ * inductance matrix: kgroup[i] = the group's first inductor, or -1. */
+static int *coupled_groups(const emn_circuit *c)
+{
+    int n = c->elems.n;
+    int *kg = emn_xmalloc((size_t)n * sizeof(int) + 1);
+    emn_dsu u;
+    emn_dsu_init(&u, n);
+    bool *coupled = emn_xcalloc((size_t)n + 1, sizeof(bool));
+    for (int k = 0; k < n; k++)
+        if (c->elems.v[k].kind == EMN_K) {
+            emn_dsu_union(&u, c->elems.v[k].ind[0], c->elems.v[k].ind[1]);
+            coupled[c->elems.v[k].ind[0]] = coupled[c->elems.v[k].ind[1]] = true;
+        }
+    int *first = emn_xmalloc((size_t)n * sizeof(int) + 1);
+    for (int k = 0; k < n; k++) first[k] = -1;
+    for (int k = 0; k < n; k++) {
+        kg[k] = -1;
+        if (!coupled[k]) continue;
+        int r = emn_dsu_find(&u, k);
+        if (first[r] < 0) first[r] = k;
+        kg[k] = first[r];
+    }
+    free(first);
+    free(coupled);
+    emn_dsu_free(&u);
+    return kg;
+}
+
+typedef struct tmpl_cache { emn_strmap map; struct { emn_tmpl **v; int n, cap; } list; } tmpl_cache;
+
+/* Plain terms (constant values, no linkage, no moving-coil flux) share a
+ * template keyed by the printed form of their expressions. */
+static emn_tmpl *term_template(emn_form *f, tmpl_cache *tc, emn_arena *scratch, const term_desc *td)
+{
+    const emn_circuit *c = f->c;
+    int m = term_m(td);
+    mapping mp;
+    bool plain = !c->elems.v[td->elem].vexpr;
+    for (int k = 0; k < td->nbr; k++)
+        if (f->elem_branch_mech[td->br[k]] || c->elems.v[td->br[k]].vexpr) plain = false;
+    for (int k = 0; k < td->nmech; k++)
+        if (c->nodes.v[td->mech[k]].jdef >= 0) plain = false;
+    if (c->elems.v[td->elem].kind == EMN_L && td->nbr > 1) plain = false;
+    emn_arena *ar = plain ? scratch : f->ar;
+    numeric_mapping(ar, td, &mp);
+    const emn_expr *L, *D, *P;
+    term_exprs(f, ar, td, &mp, &L, &D, &P);
+    if (!plain) return make_template(f->ar, m, L, D, P);
+    emn_buf key = {0};
+    emn_buf_printf(&key, "%d|", m);
+    emn_expr_print(&key, L ? L : emn_expr_num(ar, 0), NULL, NULL);
+    emn_buf_puts(&key, "|");
+    emn_expr_print(&key, D ? D : emn_expr_num(ar, 0), NULL, NULL);
+    emn_buf_puts(&key, "|");
+    emn_expr_print(&key, P ? P : emn_expr_num(ar, 0), NULL, NULL);
+    int idx = emn_strmap_get(&tc->map, key.v);
+    if (idx < 0) {
+        numeric_mapping(f->ar, td, &mp);
+        term_exprs(f, f->ar, td, &mp, &L, &D, &P);
+        idx = tc->list.n;
+        EMN_PUSH(tc->list, make_template(f->ar, m, L, D, P));
+        emn_strmap_put(&tc->map, key.v, idx);
+    }
+    emn_buf_free(&key);
+    emn_arena_reset(scratch);
+    return tc->list.v[idx];
+}
+
+/* Local variables of a term: v, u of each slot, then the parameters. */
+void emn_form_term_locals(const emn_form *f, const emn_term *tm, const double *z, const double *w,
+                          double *loc)
+{
+    int m = tm->m;
+    for (int a = 0; a < m; a++) {
+        const emn_lmap *s = &f->slots.v[tm->slot[a]];
+        double v = 0, u = 0;
+        for (int q = 0; q < s->nc; q++) {
+            v += s->c[q] * z[s->ci[q]];
+            u += s->c[q] * w[s->ci[q]];
+        }
+        for (int q = 0; q < s->nd; q++) {
+            v += s->d[q] * f->S[s->di[q]];
+            u += s->d[q] * f->s[s->di[q]];
+        }
+        loc[a] = v;
+        loc[m + a] = u;
+    }
+    for (int i = 0; i < NPARAM; i++) loc[2 * m + i] = tm->k[i];
+}
+
+double emn_form_slot_value(const emn_form *f, int sl, const double *z)
+{
+    const emn_lmap *s = &f->slots.v[sl];
+    double v = 0;
+    for (int q = 0; q < s->nc; q++) v += s->c[q] * z[s->ci[q]];
+    for (int q = 0; q < s->nd; q++) v += s->d[q] * f->S[s->di[q]];
+    return v;
+}
+
+double emn_form_slot_rate(const emn_form *f, int sl, const double *w)
+{
+    const emn_lmap *s = &f->slots.v[sl];
+    double u = 0;
+    for (int q = 0; q < s->nc; q++) u += s->c[q] * w[s->ci[q]];
+    for (int q = 0; q < s->nd; q++) u += s->d[q] * f->s[s->di[q]];
+    return u;
+}
+
+typedef struct { struct { int *v; int n, cap; } row, col; struct { double *v; int n, cap; } val; } trip;
+
+static void trip_add(trip *t, int r, int c, double v)
+{
+    if (v == 0) return;
+    EMN_PUSH(t->row, r);
+    EMN_PUSH(t->col, c);
+    EMN_PUSH(t->val, v);
+}
+
+/* Sum a linear term's constant second derivatives into the global
+ * matrices and time couplings. */
+static void stamp_linear(emn_form *f, emn_term *tm, trip *pts, trip *fts)
+{
+    int m = tm->m;
+    const emn_tmpl *t = tm->tmpl;
+    double *loc = f->scratch;
+    for (int i = 0; i < 2 * m; i++) loc[i] = 0;
+    for (int i = 0; i < NPARAM; i++) loc[2 * m + i] = tm->k[i];
+    for (int a = 0; a < m; a++) {
+        const emn_lmap *sa = &f->slots.v[tm->slot[a]];
+        double p0 = emn_expr_eval(t->p[a], loc), F0 = emn_expr_eval(t->F[a], loc);
+        for (int q = 0; q < sa->nc; q++) {
+            f->p0[sa->ci[q]] += sa->c[q] * p0;
+            f->f0[sa->ci[q]] += sa->c[q] * F0;
+        }
+        for (int b = 0; b < m; b++) {
+            const emn_lmap *sb = &f->slots.v[tm->slot[b]];
+            double pv = emn_expr_eval(t->pv[a * m + b], loc), pu = emn_expr_eval(t->pu[a * m + b], loc);
+            double Fv = emn_expr_eval(t->Fv[a * m + b], loc), Fu = emn_expr_eval(t->Fu[a * m + b], loc);
+            if (pv == 0 && pu == 0 && Fv == 0 && Fu == 0) continue;
+            for (int qa = 0; qa < sa->nc; qa++) {
+                int j = sa->ci[qa];
+                double ca = sa->c[qa];
+                for (int qb = 0; qb < sb->nc; qb++) {
+                    int slot = emn_sparse_find(&f->J, j, sb->ci[qb]);
+                    double cc = ca * sb->c[qb];
+                    f->Apz[slot] += cc * pv;
+                    f->Apw[slot] += cc * pu;
+                    f->Afz[slot] += cc * Fv;
+                    f->Afw[slot] += cc * Fu;
+                }
+                for (int qb = 0; qb < sb->nd; qb++) {
+                    int s = sb->di[qb];
+                    double cd = ca * sb->d[qb];
+                    trip_add((trip *)pts, j, s, cd * pv);
+                    trip_add((trip *)pts, j, f->nsrc + s, cd * pu);
+                    trip_add((trip *)fts, j, s, cd * Fv);
+                    trip_add((trip *)fts, j, f->nsrc + s, cd * Fu);
+                }
+            }
+        }
+    }
+}
+
+static int check_storage(emn_form *f, emn_diag *d)
+{
+    const emn_circuit *c = f->c;
+    bool *has = emn_xcalloc((size_t)f->n + 1, sizeof(bool));
+    for (int i = 0; i < f->terms.n; i++) {
+        const emn_term *tm = &f->terms.v[i];
+        double z;
+        if (emn_expr_is_const(tm->tmpl->L, &z) && z == 0 && emn_expr_is_const(tm->tmpl->D, &z) && z == 0)
+            continue;
+        for (int a = 0; a < tm->m; a++) {
+            const emn_lmap *s = &f->slots.v[tm->slot[a]];
+            for (int q = 0; q < s->nc; q++) has[s->ci[q]] = true;
+        }
+    }
+    int status = 0;
+    for (int j = 0; j < f->n; j++) {
+        if (has[j]) continue;
+        const emn_coord *co = &f->coord[j];
+        if (co->kind == EMN_COORD_LOOP) {
+            const emn_elem *e = &c->elems.v[co->elem];
+            emn_diag_error(d, e->loc, "nothing stores energy or dissipates in the loop closed by %s", e->name);
+        } else {
+            const emn_node *nd = &c->nodes.v[co->node];
+            emn_diag_error(d, nd->loc, "nothing stores energy or dissipates at %s node '%s': "
+                           "only sources act on it", co->kind == EMN_COORD_MECH ? "mechanical" : "electrical",
+                           nd->name);
+        }
+        status = -1;
+    }
+    free(has);
+    return status;
+}
+
+emn_form *emn_form_build(const emn_circuit *c, emn_form_kind kind, emn_diag *d)
+{
+    emn_form *f = emn_xcalloc(1, sizeof *f);
+    f->kind = kind;
+    f->c = c;
+    f->ar = emn_arena_new();
+    int ne = c->elems.n, nn = c->nodes.n;
+
+    /* sources */
+    f->elem_src = emn_xmalloc((size_t)ne * sizeof(int) + 1);
+    f->src_elem = emn_xmalloc((size_t)ne * sizeof(int) + 1);
+    for (int i = 0; i < ne; i++) {
+        f->elem_src[i] = -1;
+        if (is_source(&c->elems.v[i])) {
+            f->elem_src[i] = f->nsrc;
+            f->src_elem[f->nsrc++] = i;
+        }
+    }
+    f->S = emn_xcalloc((size_t)f->nsrc + 1, sizeof(double));
+    f->s = emn_xcalloc((size_t)f->nsrc + 1, sizeof(double));
+    f->elem_branch_slot = emn_xmalloc((size_t)ne * sizeof(int) + 1);
+    f->elem_branch_mech = emn_xcalloc((size_t)ne + 1, sizeof(emn_expr *));
+    for (int i = 0; i < ne; i++) f->elem_branch_slot[i] = -1;
+
+    /* mechanical displacements, linkages composed */
+    f->xnode = emn_xcalloc((size_t)nn + 1, sizeof(emn_expr *));
+    compose_ctx cc = {f, 0, false};
+    for (int v = 1; v < nn; v++)
+        if (c->nodes.v[v].dom == EMN_DOM_MECH) xnode_of(&cc, v);
+
+    /* electrical topology */
+    egraph eg;
+    egraph_build(c, &eg);
+    emn_forest fr;
+    emn_topo_forest(&eg.g, &fr);
+    int status = check_cutsets(c, &eg, &fr, d);
+    if (check_vloops(c, &eg, d) < 0) status = -1;
+    if (status == 0) {
+        if (kind == EMN_FORM_CHARGE) build_charge(f, &eg, &fr);
+        else build_flux(f, &eg, &fr, d);
+    }
+    emn_topo_forest_free(&fr);
+    egraph_free(&eg);
+    if (status < 0) {
+        emn_form_free(&f);
+        return NULL;
+    }
+
+    /* mechanical coordinates follow the electrical ones */
+    f->node_coord = emn_xmalloc((size_t)nn * sizeof(int) + 1);
+    for (int v = 0; v < nn; v++) f->node_coord[v] = -1;
+    f->coord = emn_xrealloc(f->coord, (size_t)(f->ne + nn + 1) * sizeof(emn_coord));
+    f->n = f->ne;
+    for (int j = 0; j < f->ne; j++)
+        if (f->coord[j].kind == EMN_COORD_NODE) f->node_coord[f->coord[j].node] = j;
+    for (int v = 1; v < nn; v++) {
+        const emn_node *nd = &c->nodes.v[v];
+        if (nd->dom != EMN_DOM_MECH || nd->jdef >= 0) continue;
+        f->node_coord[v] = f->n;
+        f->coord[f->n++] = (emn_coord){EMN_COORD_MECH, v, -1, emn_xasprintf("x(%s)", nd->name)};
+    }
+    f->nm = f->n - f->ne;
+
+    /* terms */
+    int *node_slot = emn_xmalloc((size_t)nn * sizeof(int) + 1);
+    for (int v = 0; v < nn; v++) node_slot[v] = -1;
+    int *src_slot_of = emn_xmalloc((size_t)f->nsrc * sizeof(int) + 1);
+    for (int s = 0; s < f->nsrc; s++) src_slot_of[s] = -1;
+    int *kgroup = coupled_groups(c);
+    tmpl_cache tc = {0};
+    emn_arena *scratch = emn_arena_new();
+    int maxm = 0;
+    for (int i = 0; i < ne; i++) {
+        term_desc td;
+        if (!describe_term(f, i, kgroup, &td)) continue;
+        int m = term_m(&td);
+        if (!m) continue;
+        emn_term tm = {0};
+        tm.elem = i;
+        tm.m = m;
+        tm.slot = emn_arena_alloc(f->ar, (size_t)m * sizeof(int));
+        for (int k = 0; k < td.nbr; k++) tm.slot[k] = f->elem_branch_slot[td.br[k]];
+        for (int k = 0; k < td.nmech; k++) tm.slot[td.nbr + k] = mech_slot(f, node_slot, td.mech[k]);
+        if (td.src >= 0) tm.slot[td.nbr + td.nmech] = src_slot(f, src_slot_of, td.src);
+        term_params(f, &td, tm.k);
+        tm.tmpl = term_template(f, &tc, scratch, &td);
+        tm.linear = tm.tmpl->linear;
+        if (m > maxm) maxm = m;
+        EMN_PUSH(f->terms, tm);
+    }
+    emn_arena_free(&scratch);
+    emn_strmap_free(&tc.map);
+    free(tc.list.v);
+    free(node_slot);
+    free(src_slot_of);
+    free(kgroup);
+    f->scratch = emn_xcalloc((size_t)(2 * maxm + NPARAM + 4 * maxm * maxm + 1), sizeof(double));
+
+    if (check_storage(f, d) < 0) {
+        emn_form_free(&f);
+        return NULL;
+    }
+
+    /* pattern: every coordinate pair that shares a term */
+    emn_sparse_init(&f->J, f->n);
+    for (int i = 0; i < f->terms.n; i++) {
+        const emn_term *tm = &f->terms.v[i];
+        for (int a = 0; a < tm->m; a++) {
+            const emn_lmap *sa = &f->slots.v[tm->slot[a]];
+            for (int b = 0; b < tm->m; b++) {
+                const emn_lmap *sb = &f->slots.v[tm->slot[b]];
+                for (int qa = 0; qa < sa->nc; qa++)
+                    for (int qb = 0; qb < sb->nc; qb++)
+                        emn_sparse_reserve(&f->J, sa->ci[qa], sb->ci[qb]);
+            }
+        }
+    }
+    emn_sparse_finalize(&f->J);
+    int nnz = f->J.nnz;
+    f->Apw = emn_xcalloc((size_t)nnz + 1, sizeof(double));
+    f->Apz = emn_xcalloc((size_t)nnz + 1, sizeof(double));
+    f->Afw = emn_xcalloc((size_t)nnz + 1, sizeof(double));
+    f->Afz = emn_xcalloc((size_t)nnz + 1, sizeof(double));
+    f->p0 = emn_xcalloc((size_t)f->n + 1, sizeof(double));
+    f->f0 = emn_xcalloc((size_t)f->n + 1, sizeof(double));
+    f->pt = emn_xcalloc((size_t)f->n + 1, sizeof(double));
+    f->ft = emn_xcalloc((size_t)f->n + 1, sizeof(double));
+    trip pts = {0}, fts = {0};
+    struct { int *v; int n, cap; } nl = {0};
+    for (int i = 0; i < f->terms.n; i++) {
+        emn_term *tm = &f->terms.v[i];
+        if (tm->linear) stamp_linear(f, tm, &pts, &fts);
+        else {
+            EMN_PUSH(nl, i);
+            compile_template(tm->tmpl);
+        }
+    }
+    f->nonlinear = nl.v;
+    f->nnonlinear = nl.n;
+    f->pts.row = pts.row.v; f->pts.col = pts.col.v; f->pts.val = pts.val.v; f->pts.n = pts.row.n;
+    f->fts.row = fts.row.v; f->fts.col = fts.col.v; f->fts.val = fts.val.v; f->fts.n = fts.row.n;
+    return f;
+}
+
+void emn_form_free(emn_form **pf)
+{
+    if (!pf || !*pf) return;
+    emn_form *f = *pf;
+    for (int i = 0; i < f->nnonlinear; i++) free_template_tapes(f->terms.v[f->nonlinear[i]].tmpl);
+    for (int i = 0; i < f->slots.n; i++) {
+        free(f->slots.v[i].ci); free(f->slots.v[i].c);
+        free(f->slots.v[i].di); free(f->slots.v[i].d);
+    }
+    free(f->slots.v);
+    int ncoord = f->n > f->ne ? f->n : f->ne;
+    for (int j = 0; f->coord && j < ncoord; j++) free((char *)f->coord[j].name);
+    free(f->coord);
+    free(f->src_elem); free(f->elem_src); free(f->S); free(f->s);
+    free(f->elem_branch_slot); free(f->elem_branch_mech);
+    free(f->node_coord); free(f->xnode);
+    if (f->node_map) {
+        for (int v = 0; v < f->c->nodes.n; v++) {
+            free(f->node_map[v].ci); free(f->node_map[v].c);
+            free(f->node_map[v].di); free(f->node_map[v].d);
+        }
+        free(f->node_map);
+    }
+    free(f->node_mech);
+    free(f->tparent); free(f->telem); free(f->torder);
+    free(f->terms.v);
+    emn_sparse_free(&f->J);
+    free(f->Apw); free(f->Apz); free(f->Afw); free(f->Afz);
+    free(f->pt); free(f->ft); free(f->p0); free(f->f0);
+    free(f->pts.row); free(f->pts.col); free(f->pts.val);
+    free(f->fts.row); free(f->fts.col); free(f->fts.val);
+    free(f->nonlinear);
+    free(f->scratch);
+    emn_arena_free(&f->ar);
+    free(f);
+    *pf = NULL;
+}
+
+/* ------------------------------------------------------------ evaluation */
+
+void emn_form_set_time(emn_form *f, double t)
+{
+    const emn_circuit *c = f->c;
+    f->t = t;
+    for (int s = 0; s < f->nsrc; s++) {
+        emn_source *src = (emn_source *)&c->elems.v[f->src_elem[s]].src;
+        f->s[s] = emn_wave_value(src, t);
+        f->S[s] = emn_wave_integral(src, t);
+    }
+    memcpy(f->pt, f->p0, (size_t)f->n * sizeof(double));
+    memcpy(f->ft, f->f0, (size_t)f->n * sizeof(double));
+    for (int k = 0; k < f->pts.n; k++) {
+        int col = f->pts.col[k];
+        f->pt[f->pts.row[k]] += f->pts.val[k] * (col < f->nsrc ? f->S[col] : f->s[col - f->nsrc]);
+    }
+    for (int k = 0; k < f->fts.n; k++) {
+        int col = f->fts.col[k];
+        f->ft[f->fts.row[k]] += f->fts.val[k] * (col < f->nsrc ? f->S[col] : f->s[col - f->nsrc]);
+    }
+}
+
+/* y += A x for a value array on J's pattern; with `absval`, |A| |x|. */
+static void spmv_add(const emn_sparse *J, const double *Ax, const double *x, double *y, bool absval)
+{
+    for (int j = 0; j < J->n; j++) {
+        double xj = absval ? fabs(x[j]) : x[j];
+        if (xj == 0) continue;
+        for (int k = J->Ap[j]; k < J->Ap[j + 1]; k++)
+            y[J->Ai[k]] += (absval ? fabs(Ax[k]) : Ax[k]) * xj;
+    }
+}
+
+int emn_form_eval(emn_form *f, const double *z, const double *w, double *p, double *F,
+                  double *scale, int *bad_term)
+{
+    int n = f->n;
+    memcpy(p, f->pt, (size_t)n * sizeof(double));
+    memcpy(F, f->ft, (size_t)n * sizeof(double));
+    spmv_add(&f->J, f->Apz, z, p, false);
+    spmv_add(&f->J, f->Apw, w, p, false);
+    spmv_add(&f->J, f->Afz, z, F, false);
+    spmv_add(&f->J, f->Afw, w, F, false);
+    if (scale) {
+        for (int j = 0; j < n; j++) scale[j] = fabs(f->pt[j]) + fabs(f->ft[j]);
+        spmv_add(&f->J, f->Apz, z, scale, true);
+        spmv_add(&f->J, f->Apw, w, scale, true);
+        spmv_add(&f->J, f->Afz, z, scale, true);
+        spmv_add(&f->J, f->Afw, w, scale, true);
+    }
+    double *loc = f->scratch;
+    for (int i = 0; i < f->nnonlinear; i++) {
+        const emn_term *tm = &f->terms.v[f->nonlinear[i]];
+        const emn_tmpl *t = tm->tmpl;
+        emn_form_term_locals(f, tm, z, w, loc);
+        for (int a = 0; a < tm->m; a++) {
+            double pa = emn_tape_eval(t->tp[a], loc), Fa = emn_tape_eval(t->tF[a], loc);
+            if (!isfinite(pa) || !isfinite(Fa)) {
+                if (bad_term) *bad_term = f->nonlinear[i];
+                return 1;
+            }
+            const emn_lmap *s = &f->slots.v[tm->slot[a]];
+            for (int q = 0; q < s->nc; q++) {
+                p[s->ci[q]] += s->c[q] * pa;
+                F[s->ci[q]] += s->c[q] * Fa;
+                if (scale) scale[s->ci[q]] += fabs(s->c[q]) * (fabs(pa) + fabs(Fa));
+            }
+        }
+    }
+    return 0;
+}
+
+int emn_form_jacobian(emn_form *f, const double *z, const double *w, double a)
+{
+    emn_sparse *J = &f->J;
+    double ia = 1 / a;
+    for (int k = 0; k < J->nnz; k++)
+        J->Ax[k] = a * f->Apw[k] + f->Apz[k] - f->Afw[k] - ia * f->Afz[k];
+    double *loc = f->scratch;
+    for (int i = 0; i < f->nnonlinear; i++) {
+        const emn_term *tm = &f->terms.v[f->nonlinear[i]];
+        const emn_tmpl *t = tm->tmpl;
+        int m = tm->m;
+        emn_form_term_locals(f, tm, z, w, loc);
+        double *Jl = loc + 2 * m + NPARAM;
+        for (int q = 0; q < m * m; q++) {
+            Jl[q] = a * emn_tape_eval(t->tpu[q], loc) + emn_tape_eval(t->tpv[q], loc)
+                  - emn_tape_eval(t->tFu[q], loc) - ia * emn_tape_eval(t->tFv[q], loc);
+            if (!isfinite(Jl[q])) return 1;
+        }
+        for (int ai = 0; ai < m; ai++) {
+            const emn_lmap *sa = &f->slots.v[tm->slot[ai]];
+            for (int bi = 0; bi < m; bi++) {
+                const emn_lmap *sb = &f->slots.v[tm->slot[bi]];
+                double v = Jl[ai * m + bi];
+                if (v == 0) continue;
+                for (int qa = 0; qa < sa->nc; qa++)
+                    for (int qb = 0; qb < sb->nc; qb++)
+                        J->Ax[emn_sparse_find(J, sa->ci[qa], sb->ci[qb])] += sa->c[qa] * sb->c[qb] * v;
+            }
+        }
+    }
+    return 0;
+}
+
+bool emn_form_is_linear(const emn_form *f) { return f->nnonlinear == 0; }
+
+const emn_expr *emn_form_xnode(const emn_form *f, int node)
+{
+    return node == 0 || !f->xnode[node] ? emn_expr_num(f->ar, 0) : f->xnode[node];
+}
+
+int emn_form_count(const emn_circuit *c, emn_form_kind kind, int *ne, int *nm)
+{
+    emn_diag d = {0};
+    emn_form *f = emn_form_build(c, kind, &d);
+    int n = f ? f->n : -1;
+    if (f) {
+        if (ne) *ne = f->ne;
+        if (nm) *nm = f->nm;
+    }
+    emn_form_free(&f);
+    emn_diag_free(&d);
+    return n;
+}
+
+/* -------------------------------------------------------------- printing */
+
+/* Print variables: z_j = j, w_j = n+j, S_s = 2n+s, s_s = 2n+nsrc+s. */
+static void print_var(emn_buf *out, int var, void *ctx)
+{
+    const emn_form *f = ctx;
+    int n = f->n;
+    if (var < n) emn_buf_puts(out, f->coord[var].name);
+    else if (var < 2 * n) emn_buf_printf(out, "%s'", f->coord[var - n].name);
+    else if (var < 2 * n + f->nsrc)
+        emn_buf_printf(out, "int_%s(t)", f->c->elems.v[f->src_elem[var - 2 * n]].name);
+    else emn_buf_printf(out, "%s(t)", f->c->elems.v[f->src_elem[var - 2 * n - f->nsrc]].name);
+}
+
+static const emn_expr *lmap_expr(emn_arena *ar, const emn_form *f, const emn_lmap *s, bool rate)
+{
+    const emn_expr *e = emn_expr_num(ar, 0);
+    for (int q = 0; q < s->nc; q++)
+        e = emn_expr_add(ar, e, emn_expr_mul(ar, emn_expr_num(ar, s->c[q]),
+                                             emn_expr_var(ar, s->ci[q] + (rate ? f->n : 0))));
+    for (int q = 0; q < s->nd; q++)
+        e = emn_expr_add(ar, e, emn_expr_mul(ar, emn_expr_num(ar, s->d[q]),
+                                             emn_expr_var(ar, 2 * f->n + s->di[q] + (rate ? f->nsrc : 0))));
+    return e;
+}
+
+void emn_form_print(const emn_form *f, FILE *out)
+{
+    const emn_circuit *c = f->c;
+    emn_arena *ar = emn_arena_new();
+    bool charge = f->kind == EMN_FORM_CHARGE;
+    fprintf(out, "# %s formulation: %d generalized coordinates (%d electrical, %d mechanical)\n",
+            charge ? "charge" : "flux", f->n, f->ne, f->nm);
+    for (int j = 0; j < f->n; j++) {
+        const emn_coord *co = &f->coord[j];
+        if (co->kind == EMN_COORD_LOOP)
+            fprintf(out, "#   %s: charge of the loop closed by %s\n", co->name, c->elems.v[co->elem].name);
+        else if (co->kind == EMN_COORD_NODE)
+            fprintf(out, "#   %s: flux linkage of node %s\n", co->name, c->nodes.v[co->node].name);
+        else
+            fprintf(out, "#   %s: displacement of mechanical node %s\n", co->name, c->nodes.v[co->node].name);
+    }
+    const emn_expr *L = emn_expr_num(ar, 0), *D = L, *P = L;
+    int *kgroup = coupled_groups(c);
+    for (int i = 0; i < f->terms.n; i++) {
+        const emn_term *tm = &f->terms.v[i];
+        term_desc td;
+        describe_term((emn_form *)f, tm->elem, kgroup, &td);
+        mapping mp;
+        memset(&mp, 0, sizeof mp);
+        mp.print = true;
+        int m = tm->m;
+        for (int a = 0; a < m; a++) {
+            mp.slot_v[a] = lmap_expr(ar, f, &f->slots.v[tm->slot[a]], false);
+            mp.slot_u[a] = lmap_expr(ar, f, &f->slots.v[tm->slot[a]], true);
+        }
+        for (int k = 0; k < td.nmech; k++) {
+            mp.mech_v[k] = f->node_coord[td.mech[k]];
+            mp.mech_u[k] = f->n + f->node_coord[td.mech[k]];
+        }
+        const emn_elem *e = &c->elems.v[tm->elem];
+        mp.param[0] = emn_expr_name(ar, e->name, EMN_NOLOC);
+        mp.param[1] = emn_expr_num(ar, e->kind == EMN_S ? e->x0 : 0);
+        if (e->kind == EMN_K) {
+            mp.param[2] = emn_expr_name(ar, c->elems.v[e->ind[0]].name, EMN_NOLOC);
+            mp.param[3] = emn_expr_name(ar, c->elems.v[e->ind[1]].name, EMN_NOLOC);
+        }
+        const emn_expr *l, *dd, *pp;
+        term_exprs((emn_form *)f, ar, &td, &mp, &l, &dd, &pp);
+        if (l) L = emn_expr_add(ar, L, l);
+        if (dd) D = emn_expr_add(ar, D, dd);
+        if (pp) P = emn_expr_add(ar, P, pp);
+    }
+    free(kgroup);
+    emn_buf b = {0};
+    emn_buf_puts(&b, "L = ");
+    emn_expr_print(&b, L, print_var, (void *)f);
+    emn_buf_puts(&b, "\nD = ");
+    emn_expr_print(&b, D, print_var, (void *)f);
+    emn_buf_puts(&b, "\n");
+    for (int j = 0; j < f->n; j++) {
+        const emn_expr *q = emn_expr_diff(ar, P, f->n + j);
+        double v;
+        if (emn_expr_is_const(q, &v) && v == 0) continue;
+        emn_buf_printf(&b, "Q(%s) = ", f->coord[j].name);
+        emn_expr_print(&b, q, print_var, (void *)f);
+        emn_buf_puts(&b, "\n");
+    }
+    fputs(b.v, out);
+    emn_buf_free(&b);
+    emn_arena_free(&ar);
+}

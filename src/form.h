@@ -1,0 +1,184 @@
+/*
+ * form.h: the charge and flux-linkage Lagrangian formulations of a circuit,
+ * and the evaluator the integrator is built on.
+ *
+ * Building a formulation chooses the generalized coordinates z (loop
+ * charges or node flux linkages, then the free mechanical displacements),
+ * maps every element's branch quantities onto them, and turns each element
+ * into a *term*: its contributions to the Lagrangian L, the dissipation
+ * function D and the power of the generalized forces P (so that Q = dP/dw),
+ * written symbolically in a few local variables and differentiated exactly
+ * once at set-up (elem.c holds the physics of each element kind).
+ *
+ * Local variables: a term sees `slots`.  Slot a has a value v_a and a rate
+ * u_a, each a linear map of the global state plus known functions of time:
+ *     v_a = c_a . z + d_a . S(t)        u_a = c_a . w + d_a . s(t)
+ * where s(t) are the values of the independent sources and S(t) their time
+ * integrals.  A branch charge or flux linkage is a slot; a free mechanical
+ * coordinate is a slot; a source's value is a slot with no coordinates.
+ * Nonlinear maps (kinematic linkages J, the flux a moving coil adds to its
+ * nodes) live inside the term's expressions, so every slot map stays linear
+ * and the chain rule to global coordinates is a sparse product.
+ *
+ * With p = dL/dw (generalized momenta) and F = dL/dz + dP/dw - dD/dw,
+ * Lagrange's equations are dp/dt = F.  The evaluator returns p and F at
+ * (z, w, t) and the Newton matrix of spec formulations section 3,
+ *     J = a dp/dw + dp/dz - dF/dw - (dF/dz)/a,
+ * on a sparse pattern fixed at set-up.  Terms whose second derivatives are
+ * constant (every linear element) are summed once into constant matrices;
+ * only nonlinear terms are evaluated per Newton iteration.
+ */
+#ifndef EMN_FORM_H
+#define EMN_FORM_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "diag.h"
+#include "expr.h"
+#include "netlist.h"
+#include "sparse.h"
+
+/* What a coordinate is, for tolerances and printing. */
+typedef enum {
+    EMN_COORD_LOOP,     /* loop charge (charge formulation) */
+    EMN_COORD_NODE,     /* node flux linkage (flux formulation) */
+    EMN_COORD_MECH      /* mechanical displacement or angle */
+} emn_coord_kind;
+
+typedef struct emn_coord {
+    emn_coord_kind kind;
+    int node;           /* NODE: representative node; MECH: the node */
+    int elem;           /* LOOP: the element closing the loop */
+    const char *name;   /* printed name: q1, lambda(out), x(cone) */
+} emn_coord;
+
+/* A linear map: value = sum c[k] * z[ci[k]] + sum d[k] * S[di[k]]. */
+typedef struct emn_lmap {
+    int nc, nd;
+    int *ci, *di;
+    double *c, *d;
+} emn_lmap;
+
+typedef struct emn_tmpl emn_tmpl;   /* a term's expressions and their tapes */
+
+typedef struct emn_term {
+    int elem;           /* netlist element (first of a coupled group for K) */
+    int m;              /* slots */
+    int *slot;          /* slot indices into emn_form.slots */
+    double k[4];        /* element parameters (value, x0, ...) */
+    emn_tmpl *tmpl;
+    bool linear;
+    /* for linear terms: Jacobian handles; for nonlinear: scatter plan */
+    int *jh;            /* m*m handles into J (-1 where a slot has no coordinate) */
+} emn_term;
+
+typedef struct emn_form {
+    emn_form_kind kind;
+    const emn_circuit *c;
+    emn_arena *ar;
+
+    int n, ne, nm;      /* coordinates: n = ne electrical + nm mechanical */
+    emn_coord *coord;
+
+    /* independent sources: index s over elements V, I, F */
+    int nsrc;
+    int *src_elem;      /* s -> element index */
+    int *elem_src;      /* element -> s or -1 */
+    double *S, *s;      /* integrals and values at the current time */
+
+    /* slots */
+    struct { emn_lmap *v; int n, cap; } slots;
+
+    /* electrical branches: one per R C L V I and T coil; branch slot */
+    int *elem_branch_slot;  /* element -> slot of its branch value, or -1 */
+    const emn_expr **elem_branch_mech; /* element -> mechanical part of the
+                                          branch value (flux: coils), in
+                                          netlist node variables, or NULL */
+
+    /* mechanical */
+    int *node_coord;    /* node -> coordinate index (free mechanical or node group), or -1 */
+    const emn_expr **xnode; /* node -> displacement in netlist node vars of free nodes (J composed) */
+
+    /* flux formulation: node -> group representative coordinate and offsets */
+    emn_lmap *node_map;         /* node flux = map (coordinates, sources) + node_mech */
+    const emn_expr **node_mech; /* coil offsets in node variables, or NULL */
+
+    /* charge formulation: loops */
+    int nloops;
+
+    /* A spanning forest of the electrical nodes, parents before children
+     * in torder: the charge formulation's tree (node voltages are sums of
+     * branch voltages along it), or the flux formulation's forest of
+     * voltage sources and coils (their currents are the currents of the
+     * subtrees they feed). */
+    int *tparent;       /* node -> parent node, -1 at a root */
+    int *telem;         /* node -> element of the branch to its parent, -1 at a root */
+    int *torder;        /* nodes, roots first */
+
+    struct { emn_term *v; int n, cap; } terms;
+
+    /* evaluator */
+    emn_sparse J;
+    double *Apw, *Apz, *Afw, *Afz;  /* constant parts, on J's pattern */
+    double *pt, *ft;                /* constant + time parts of p and F */
+    /* time coupling of linear terms: p += Pts * [S; s], F += Fts * [S; s] */
+    struct { int *row, *col; double *val; int n, cap; } pts, fts;
+    double *p0, *f0;                /* constant parts */
+    int *nonlinear;     /* indices of nonlinear terms */
+    int nnonlinear;
+    double *scratch;    /* per-term local workspace */
+    double t;
+} emn_form;
+
+/*
+ * Build a formulation.  kind is EMN_FORM_CHARGE or EMN_FORM_FLUX.  Returns
+ * NULL after recording errors (invalid topologies: current-source cutsets,
+ * loops of voltage sources and coils, coordinates that store no energy).
+ */
+emn_form *emn_form_build(const emn_circuit *c, emn_form_kind kind, emn_diag *d);
+void emn_form_free(emn_form **f);
+
+/* Number of coordinates each formulation would have (cheap; for -form
+ * auto).  Returns -1 on an invalid topology. */
+int emn_form_count(const emn_circuit *c, emn_form_kind kind, int *ne, int *nm);
+
+/* Evaluate the sources at time t (values and integrals). */
+void emn_form_set_time(emn_form *f, double t);
+
+/*
+ * p = dL/dw and F = dL/dz + dP/dw - dD/dw at (z, w) and the time last set.
+ * scale[j] (if non-NULL) receives the largest magnitude among the terms
+ * summed into p[j] and F[j], for relative convergence tests.
+ * Returns 0, or >0 if a term evaluated to NaN/Inf (then *bad_term is it).
+ */
+int emn_form_eval(emn_form *f, const double *z, const double *w, double *p, double *F,
+                  double *scale, int *bad_term);
+
+/* Fill f->J.Ax with the Newton matrix for leading coefficient a. */
+int emn_form_jacobian(emn_form *f, const double *z, const double *w, double a);
+
+/* True if every term is linear: the Newton matrix depends on a only. */
+bool emn_form_is_linear(const emn_form *f);
+
+/* Value and rate of slot `sl` at (z, w) and the time last set. */
+double emn_form_slot_value(const emn_form *f, int sl, const double *z);
+double emn_form_slot_rate(const emn_form *f, int sl, const double *w);
+
+/* Evaluate a term's local variables vector (v, u, k) at (z, w). */
+void emn_form_term_locals(const emn_form *f, const emn_term *tm, const double *z,
+                          const double *w, double *loc);
+
+/* Expression of x(node) in netlist node variables of free nodes. */
+const emn_expr *emn_form_xnode(const emn_form *f, int node);
+
+/* Print coordinates, L, D and Q (-lagrangian). */
+void emn_form_print(const emn_form *f, FILE *out);
+
+/* A term's local momentum dL/du_a and force dL/dv_a + dP/du_a - dD/du_a
+ * of slot a, at local variables loc (see emn_form_term_locals). */
+double emn_tmpl_eval_p(const emn_tmpl *t, int a, const double *loc);
+double emn_tmpl_eval_F(const emn_tmpl *t, int a, const double *loc);
+const emn_expr *emn_tmpl_L(const emn_tmpl *t);
+
+#endif

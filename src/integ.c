@@ -1,0 +1,402 @@
+/*
+ * integ.c: the implicit integrator of the momentum-form DAE.
+ *
+ * Each step eliminates z and p through the integration formula,
+ *     zdot = a z + hz,   pdot = a p + hp,
+ * and solves r(w) = a p(z(w), w) + hp - F(z(w), w) = 0 for the velocities
+ * by Newton's method with the exact matrix J = dr/dw from form.c.  A
+ * linear circuit at an unchanged step keeps its factorization: the matrix
+ * depends on a alone, so the step controller holds the step unless it can
+ * grow it substantially.
+ *
+ * Local truncation error is estimated from the exact derivatives at the
+ * accepted points (w for z, F for p): backward Euler's h^2/2 y'' from two
+ * points, the second-order formulas' C h^3 y''' from three.
+ */
+#include "config.h"
+#include "integ.h"
+#include "util.h"
+#include "wave.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+emn_integ *emn_integ_new(emn_form *f, const emn_integ_opts *o)
+{
+    emn_integ *it = emn_xcalloc(1, sizeof *it);
+    it->f = f;
+    it->o = *o;
+    int n = it->n = f->n;
+    size_t sz = (size_t)n + 1;
+    for (int k = 0; k < 3; k++) {
+        it->z[k] = emn_xcalloc(sz, sizeof(double));
+        it->w[k] = emn_xcalloc(sz, sizeof(double));
+        it->p[k] = emn_xcalloc(sz, sizeof(double));
+        it->F[k] = emn_xcalloc(sz, sizeof(double));
+    }
+    it->r = emn_xcalloc(sz, sizeof(double));
+    it->dw = emn_xcalloc(sz, sizeof(double));
+    it->scale = emn_xcalloc(sz, sizeof(double));
+    it->wtry = emn_xcalloc(sz, sizeof(double));
+    it->ztry = emn_xcalloc(sz, sizeof(double));
+    it->ptry = emn_xcalloc(sz, sizeof(double));
+    it->Ftry = emn_xcalloc(sz, sizeof(double));
+    it->hz = emn_xcalloc(sz, sizeof(double));
+    it->hp = emn_xcalloc(sz, sizeof(double));
+    it->peak = emn_xcalloc(2 * sz, sizeof(double));
+    it->lu = emn_lu_new();
+    it->bad_coord = -1;
+    return it;
+}
+
+void emn_integ_free(emn_integ **pit)
+{
+    if (!pit || !*pit) return;
+    emn_integ *it = *pit;
+    for (int k = 0; k < 3; k++) {
+        free(it->z[k]); free(it->w[k]); free(it->p[k]); free(it->F[k]);
+    }
+    free(it->r); free(it->dw); free(it->scale); free(it->wtry);
+    free(it->ztry); free(it->ptry); free(it->Ftry); free(it->peak);
+    free(it->hz); free(it->hp);
+    emn_lu_free(&it->lu);
+    free(it);
+    *pit = NULL;
+}
+
+double emn_integ_next_break(const emn_form *f, double t)
+{
+    double bp = INFINITY;
+    for (int s = 0; s < f->nsrc; s++) {
+        double b = emn_wave_next_break(&f->c->elems.v[f->src_elem[s]].src, t);
+        if (b < bp) bp = b;
+    }
+    return bp;
+}
+
+/* ------------------------------------------------------------ tolerances */
+
+/* Absolute tolerances of z_j and of its derivative, by what z_j is. */
+static void z_abstol(const emn_integ *it, int j, double *ay, double *ad)
+{
+    switch (it->f->coord[j].kind) {
+    case EMN_COORD_LOOP: *ay = it->o.chgtol; *ad = it->o.abstol; break;   /* C, A */
+    case EMN_COORD_NODE: *ay = 0; *ad = it->o.vntol; break;               /* V s, V */
+    default: *ay = 1e-3 * it->o.reltol * it->peak[j] + 1e-30; *ad = 0; break;
+    }
+}
+
+static void p_abstol(const emn_integ *it, int j, double *ay, double *ad)
+{
+    switch (it->f->coord[j].kind) {
+    case EMN_COORD_LOOP: *ay = 0; *ad = it->o.vntol; break;               /* V s, V */
+    case EMN_COORD_NODE: *ay = it->o.chgtol; *ad = it->o.abstol; break;   /* C, A */
+    default: *ay = 1e-3 * it->o.reltol * it->peak[it->n + j] + 1e-30; *ad = 0; break;
+    }
+}
+
+/* Newton update tolerance on w_j and residual tolerance on row j. */
+static double w_tol(const emn_integ *it, int j, double w)
+{
+    double a;
+    switch (it->f->coord[j].kind) {
+    case EMN_COORD_LOOP: a = it->o.abstol; break;
+    case EMN_COORD_NODE: a = it->o.vntol; break;
+    default: a = 1e-30; break;
+    }
+    return it->o.reltol * fabs(w) + a;
+}
+
+/* ------------------------------------------------------------- Newton */
+
+typedef struct step_formula { double a, a1, a2, b1; int order; } step_formula;
+
+static step_formula formula(const emn_integ *it, double h, int order)
+{
+    step_formula s = {0};
+    s.order = order;
+    if (order == 1 || it->npast < 1) {
+        s.order = 1;
+        s.a = 1 / h;
+        s.a1 = -1 / h;
+    } else if (it->o.method == EMN_METHOD_TRAP) {
+        s.a = 2 / h;
+        s.a1 = -2 / h;
+        s.b1 = -1;
+    } else {
+        double rho = h / it->h;
+        s.a = (1 + 2 * rho) / ((1 + rho) * h);
+        s.a1 = -(1 + rho) / h;
+        s.a2 = rho * rho / ((1 + rho) * h);
+    }
+    return s;
+}
+
+/* History parts: ydot = a y + hy with hy from the past points. */
+static void history(const emn_integ *it, const step_formula *s, const double *y1, const double *y2,
+                    const double *yd1, double *out)
+{
+    for (int j = 0; j < it->n; j++) {
+        double v = s->a1 * y1[j];
+        if (s->a2 != 0) v += s->a2 * y2[j];
+        if (s->b1 != 0) v += s->b1 * yd1[j];
+        out[j] = v;
+    }
+}
+
+/* Newton solve for w at t+h.  hz, hp: history parts.  On success the
+ * solution is in it->wtry/ztry/ptry/Ftry.  Returns 0, 1 (no convergence:
+ * retry smaller), or a failure code. */
+static int newton(emn_integ *it, double tnew, double a, const double *hz, const double *hp)
+{
+    emn_form *f = it->f;
+    int n = it->n;
+    double *w = it->wtry, *z = it->ztry, *p = it->ptry, *F = it->Ftry;
+    bool linear = emn_form_is_linear(f);
+    emn_form_set_time(f, tnew);
+    bool dw_ok = false;
+    for (int iter = 0; iter <= it->o.itl4; iter++) {
+        for (int j = 0; j < n; j++) z[j] = (w[j] - hz[j]) / a;
+        int bad = -1;
+        if (emn_form_eval(f, z, w, p, F, it->scale, &bad)) return 1;
+        bool res_ok = true;
+        for (int j = 0; j < n; j++) {
+            double ap = a * p[j];
+            it->r[j] = ap + hp[j] - F[j];
+            double tol = it->o.reltol * (fabs(ap) + fabs(hp[j]) + fabs(it->scale[j])) +
+                         (f->coord[j].kind == EMN_COORD_LOOP ? it->o.vntol :
+                          f->coord[j].kind == EMN_COORD_NODE ? it->o.abstol : 1e-30);
+            if (!isfinite(it->r[j])) return 1;
+            if (fabs(it->r[j]) > tol) res_ok = false;
+        }
+        if (iter > 0 && res_ok && (dw_ok || linear)) return 0;
+        if (iter == it->o.itl4) break;
+        it->st.newton++;
+        if (!linear || !it->lu_valid || it->lu_a != a) {
+            if (emn_form_jacobian(f, z, w, a)) return 1;
+            int col = -1;
+            it->st.jacobians++;
+            if (emn_lu_factor(it->lu, &f->J, &col) < 0) {
+                it->lu_valid = false;
+                it->bad_coord = col;
+                return 1;
+            }
+            it->lu_valid = true;
+            it->lu_a = a;
+        }
+        memcpy(it->dw, it->r, (size_t)n * sizeof(double));
+        emn_lu_solve(it->lu, it->dw);
+        it->st.solves++;
+        dw_ok = true;
+        for (int j = 0; j < n; j++) {
+            double wn = w[j] - it->dw[j];
+            if (!isfinite(wn)) return 1;
+            if (fabs(it->dw[j]) > w_tol(it, j, fmax(fabs(wn), fabs(w[j])))) dw_ok = false;
+            w[j] = wn;
+        }
+    }
+    return 1;
+}
+
+/* ------------------------------------------------------------- LTE */
+
+/* Error of the step as a fraction of the tolerance (<= 1 accepts). */
+static double lte_ratio(const emn_integ *it, const step_formula *s, double h, int *worst)
+{
+    double err = 0;
+    int n = it->n;
+    double C = s->order == 1 ? 0.5 : (it->o.method == EMN_METHOD_TRAP ? 1.0 / 12 : 2.0 / 9);
+    for (int pass = 0; pass < 2; pass++) {
+        const double *y = pass ? it->ptry : it->ztry, *y1 = pass ? it->p[0] : it->z[0];
+        const double *d = pass ? it->Ftry : it->wtry, *d1 = pass ? it->F[0] : it->w[0];
+        const double *d2 = pass ? it->F[1] : it->w[1];
+        for (int j = 0; j < n; j++) {
+            double est;
+            if (s->order == 1) {
+                est = C * h * fabs(d[j] - d1[j]);           /* h^2/2 y'' */
+            } else {
+                double hp = it->h;
+                double ydd = 2 / (h + hp) * ((d[j] - d1[j]) / h - (d1[j] - d2[j]) / hp);
+                est = C * h * h * h * fabs(ydd);             /* C h^3 y''' */
+            }
+            double ay, ad;
+            if (pass) p_abstol(it, j, &ay, &ad);
+            else z_abstol(it, j, &ay, &ad);
+            double tol = fmax(it->o.reltol * fmax(fabs(y[j]), fabs(y1[j])) + ay,
+                              h * (it->o.reltol * fmax(fabs(d[j]), fabs(d1[j])) + ad));
+            double r = tol > 0 ? est / tol : (est > 0 ? INFINITY : 0);
+            if (r > err) {
+                err = r;
+                *worst = j;
+            }
+        }
+    }
+    return err;
+}
+
+/* ------------------------------------------------------------- stepping */
+
+static void rotate(emn_integ *it)
+{
+    double *t;
+#define ROT(A) t = A[2]; A[2] = A[1]; A[1] = A[0]; A[0] = t
+    ROT(it->z); ROT(it->w); ROT(it->p); ROT(it->F);
+#undef ROT
+    it->tpast[2] = it->tpast[1];
+    it->tpast[1] = it->tpast[0];
+}
+
+static void accept(emn_integ *it, double tnew, double h, const step_formula *s)
+{
+    int n = it->n;
+    rotate(it);
+    memcpy(it->z[0], it->ztry, (size_t)n * sizeof(double));
+    memcpy(it->w[0], it->wtry, (size_t)n * sizeof(double));
+    memcpy(it->p[0], it->ptry, (size_t)n * sizeof(double));
+    memcpy(it->F[0], it->Ftry, (size_t)n * sizeof(double));
+    it->tpast[0] = tnew;
+    if (it->npast < 2) it->npast++;
+    it->hprev = it->h;
+    it->h = h;
+    it->t = tnew;
+    it->order = s->order;
+    it->a0 = s->a;
+    it->a1 = s->a1;
+    it->a2 = s->a2;
+    it->b1 = s->b1;
+    for (int j = 0; j < n; j++) {
+        if (fabs(it->z[0][j]) > it->peak[j]) it->peak[j] = fabs(it->z[0][j]);
+        if (fabs(it->p[0][j]) > it->peak[n + j]) it->peak[n + j] = fabs(it->p[0][j]);
+    }
+    it->st.steps++;
+}
+
+int emn_integ_start(emn_integ *it, double t0, const double *z0, const double *p0)
+{
+    int n = it->n;
+    emn_form *f = it->f;
+    it->t = t0;
+    it->npast = 0;
+    it->restart = true;
+    /* Consistent velocities: a backward Euler step of negligible length
+     * from (z0, p0).  As h -> 0 its equations become p(z0, w) = p0 for
+     * coordinates with inertia and dp/dz w = F for the algebraic ones, so
+     * the solution is the consistent w0, without having to sort the two. */
+    double h = fmin(it->o.hmax, it->o.tstop) * 1e-9;
+    if (!(h > 0)) h = 1e-18;
+    double a = 1 / h;
+    double *hz = emn_xmalloc((size_t)n * sizeof(double) + 8), *hp = emn_xmalloc((size_t)n * sizeof(double) + 8);
+    for (int j = 0; j < n; j++) {
+        hz[j] = -a * z0[j];
+        hp[j] = -a * p0[j];
+        it->wtry[j] = 0;
+    }
+    int rc = newton(it, t0, a, hz, hp);
+    if (rc != 0) {
+        /* again with more iterations: a nonlinear start may need them */
+        int saved = it->o.itl4;
+        it->o.itl4 = saved < 50 ? 50 : saved;
+        rc = newton(it, t0, a, hz, hp);
+        it->o.itl4 = saved;
+    }
+    free(hz);
+    free(hp);
+    if (rc != 0) {
+        snprintf(it->msg, sizeof it->msg, "no consistent initial state found at t = %g", t0);
+        return it->bad_coord >= 0 ? EMN_INTEG_SINGULAR : EMN_INTEG_NONCONV;
+    }
+    /* the state at t0 itself: z0 exactly, w0, and p, F evaluated there */
+    emn_form_set_time(f, t0);
+    memcpy(it->z[0], z0, (size_t)n * sizeof(double));
+    memcpy(it->w[0], it->wtry, (size_t)n * sizeof(double));
+    int bad = -1;
+    if (emn_form_eval(f, it->z[0], it->w[0], it->p[0], it->F[0], NULL, &bad)) {
+        snprintf(it->msg, sizeof it->msg, "the initial state gives a non-finite value");
+        return EMN_INTEG_NAN;
+    }
+    it->tpast[0] = t0;
+    it->npast = 0;
+    it->h = it->hprev = 0;
+    it->next_bp = emn_integ_next_break(f, t0);
+    for (int j = 0; j < n; j++) {
+        it->peak[j] = fabs(z0[j]);
+        it->peak[n + j] = fabs(it->p[0][j]);
+    }
+    return 0;
+}
+
+int emn_integ_step(emn_integ *it, double tlimit)
+{
+    emn_form *f = it->f;
+    int n = it->n;
+    double t = it->t;
+    int order = it->restart || it->npast < 1 || it->o.maxord < 2 ? 1 : 2;
+    double h;
+    if (it->npast == 0)         /* the very first step: short, let the error control grow it */
+        h = fmin(it->o.hmax, fmin(it->next_bp, tlimit) - t) * 1e-3;
+    else
+        h = it->hnext;
+    h = fmin(h, it->o.hmax);
+    double *hzbuf = it->hz, *hpbuf = it->hp;
+    int worst = -1;
+    for (;;) {
+        double target = fmin(it->next_bp, tlimit);
+        bool lands = false;
+        if (t + h >= target * (1 - 1e-13) || t + h >= target - 1e-13 * fabs(h)) {
+            h = target - t;
+            lands = true;
+        } else if (t + 2 * h > target) {
+            h = (target - t) / 2;   /* no sliver of a step before the target */
+        }
+        if (h < it->o.hmin) {
+            if (worst >= 0) it->bad_coord = worst;
+            snprintf(it->msg, sizeof it->msg, "time step too small (%.3g s) at t = %.9g s", h, t);
+            return it->st.newton_rejects > it->st.lte_rejects ? EMN_INTEG_NONCONV : EMN_INTEG_TOOSMALL;
+        }
+        step_formula s = formula(it, h, order);
+        history(it, &s, it->z[0], it->z[1], it->w[0], hzbuf);
+        history(it, &s, it->p[0], it->p[1], it->F[0], hpbuf);
+        /* predictor: extrapolate the velocities linearly */
+        for (int j = 0; j < n; j++)
+            it->wtry[j] = it->w[0][j] + (it->npast >= 1 && !it->restart && it->h > 0
+                                         ? (it->w[0][j] - it->w[1][j]) * h / it->h : 0);
+        int rc = newton(it, t + h, s.a, hzbuf, hpbuf);
+        if (rc != 0) {
+            it->st.rejected++;
+            it->st.newton_rejects++;
+            h /= 8;
+            order = 1;
+            continue;
+        }
+        double err = lte_ratio(it, &s, h, &worst);
+        if (err > 1) {
+            it->st.rejected++;
+            it->st.lte_rejects++;
+            h *= fmax(0.1, 0.9 * pow(err, -1.0 / (s.order + 1)));
+            continue;
+        }
+        if (getenv("EMN_DEBUG_STEPS")) fprintf(stderr, "step t=%g h=%g order=%d err=%g worst=%d\n", t + h, h, s.order, err, worst);
+        accept(it, t + h, h, &s);
+        double factor = err > 0 ? 0.9 * pow(err, -1.0 / (s.order + 1)) : 2;
+        /* hold the step unless it can grow a lot: an unchanged step keeps
+         * a linear circuit's factorization */
+        double hn = factor >= 1.5 ? h * fmin(2, factor) : factor >= 1 ? h : h * factor;
+        if (lands && it->hnext > hn && !it->restart) hn = fmax(hn, fmin(it->hnext, it->o.hmax));
+        it->hnext = fmin(hn, it->o.hmax);
+        if (lands && it->t >= it->next_bp * (1 - 1e-13)) {
+            it->restart = true;
+            it->next_bp = emn_integ_next_break(f, it->t);
+            /* sources changed their slope: the derivative history at the
+             * corner is the right-hand one */
+            emn_form_set_time(f, it->t);
+            int bad = -1;
+            double *ptmp = it->ptry;
+            emn_form_eval(f, it->z[0], it->w[0], ptmp, it->F[0], NULL, &bad);
+        } else {
+            it->restart = false;
+        }
+        return 0;
+    }
+}

@@ -1,0 +1,86 @@
+/*
+ * integ.h: the variable-step implicit integrator of the momentum-form DAE
+ *     dz/dt = w,   dp/dt = F(z, w, t),   p = dL/dw(z, w, t)
+ * (spec formulations section 3): trapezoidal or BDF2, first-order steps at
+ * the start and after breakpoints, Newton on the velocities w with the
+ * exact Jacobian from form.c and KLU, local truncation error control on z
+ * and p.
+ *
+ * The caller drives it step by step (emn_integ_step), so that it can
+ * record outputs, stop at breakpoints and report failures with everything
+ * computed so far.  Status values follow IDA: 0 ok, < 0 failure.
+ */
+#ifndef EMN_INTEG_H
+#define EMN_INTEG_H
+
+#include <stdbool.h>
+
+#include "form.h"
+#include "sparse.h"
+
+typedef struct emn_integ_opts {
+    double reltol, abstol, vntol, chgtol;
+    emn_method method;
+    int maxord;             /* 1: backward Euler only; 2: trap or BDF2 */
+    int itl4;               /* Newton iterations per step */
+    double hmax;            /* largest step */
+    double hmin;            /* smallest step before giving up */
+    double tstop;
+} emn_integ_opts;
+
+typedef struct emn_integ_stats {
+    long steps, rejected, newton, jacobians, solves;
+    long lte_rejects, newton_rejects;
+} emn_integ_stats;
+
+/* Failure codes (negative); the message is in emn_integ.msg. */
+enum {
+    EMN_INTEG_OK = 0,
+    EMN_INTEG_NONCONV = -1,     /* Newton failed at the minimum step */
+    EMN_INTEG_TOOSMALL = -2,    /* LTE demands a step below hmin */
+    EMN_INTEG_SINGULAR = -3,    /* singular Newton matrix */
+    EMN_INTEG_NAN = -4,         /* NaN or Inf in the state */
+};
+
+typedef struct emn_integ {
+    emn_form *f;
+    emn_integ_opts o;
+    int n;
+    double t, h, hprev;     /* time of the last accepted point, its step, the one before */
+    double hnext;           /* proposed next step */
+    int order;              /* order of the last accepted step */
+    /* accepted points: 0 = latest (t), 1 = previous, 2 = before that */
+    double *z[3], *w[3], *p[3], *F[3];
+    double tpast[3];
+    int npast;              /* how many of the history slots hold points */
+    /* the formula of the last accepted step: ydot = a0 y + a1 y1 + a2 y2 + b1 ydot1 */
+    double a0, a1, a2, b1;
+    double next_bp;         /* next breakpoint after t */
+    bool restart;           /* next step is first order (start, breakpoint) */
+    emn_lu *lu;
+    double lu_a;            /* a of the current factorization (linear circuits) */
+    bool lu_valid;
+    double *r, *dw, *scale, *wtry, *ztry, *ptry, *Ftry, *hz, *hp;
+    double *peak;           /* running max |z|, |p| per coordinate, for mechanical tolerances */
+    emn_integ_stats st;
+    char msg[512];
+    int bad_coord;          /* coordinate named by the last failure, or -1 */
+} emn_integ;
+
+emn_integ *emn_integ_new(emn_form *f, const emn_integ_opts *o);
+void emn_integ_free(emn_integ **it);
+
+/*
+ * Start at t0 from coordinates z0 and momenta p0: solves for velocities
+ * consistent with them (algebraic components included) and sets the
+ * history.  Returns 0 or a failure code.
+ */
+int emn_integ_start(emn_integ *it, double t0, const double *z0, const double *p0);
+
+/* Take one accepted step, not past tlimit.  Returns 0 or a failure code. */
+int emn_integ_step(emn_integ *it, double tlimit);
+
+/* The next breakpoint of any source strictly after t (or INFINITY). */
+double emn_integ_next_break(const emn_form *f, double t);
+
+#endif

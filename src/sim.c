@@ -1,0 +1,1046 @@
+/*
+ * sim.c: the transient analysis around the integrator: the initial state
+ * from `uic`, IC= and .ic; the step loop with progress and failure
+ * reporting; every signal of spec section 6 in either formulation; output
+ * points interpolated from the integrator's steps; and -compare.
+ *
+ * Signals that are not coordinates are reconstructed as spec formulations
+ * section 4 says.  The general tool is a branch's *dual*: for a branch b
+ * with slot a, the residual its own coordinate's Lagrange equation would
+ * have,
+ *     dual_b = d/dt(dL/du_a) - dL/dv_a - dP/du_a + dD/du_a,
+ * which is the branch voltage in the charge formulation (R i, Q/C, dLambda/dt,
+ * E, T u) and the branch current in the flux formulation (e/R, d(Ce)/dt,
+ * Lambda/L, I).  d/dt uses the integrator's own formula.  Branches the
+ * formulation eliminated get their dual from Kirchhoff's laws along the
+ * forest form.c kept.
+ */
+#include "config.h"
+#include "sim.h"
+#include "output.h"
+#include "util.h"
+#include "wave.h"
+
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* An expression in netlist node variables with its time derivative. */
+typedef struct xrate {
+    const emn_expr *e;
+    int nv;
+    int *var;
+    const emn_expr **d;
+} xrate;
+
+typedef struct sim {
+    const emn_circuit *c;
+    emn_form *f;
+    emn_integ *it;
+    bool charge;
+    int nn, ne;
+    /* mechanical state by node: x and u of every mechanical node */
+    double *nx, *nu;
+    xrate *xnode;               /* per node (mechanical): x(node) */
+    xrate *nmech;               /* flux: per node, coil offset of its flux */
+    xrate *bmech;               /* flux: per element, mechanical part of its branch */
+    /* duals */
+    bool need_dual;
+    double *pi, *pidot, *pi1, *pi2, *pidot1, *Fs;
+    double *ndv;                /* node voltages (charge) */
+    double *bcur;               /* branch currents of eliminated branches (flux) */
+    double *nodecur;
+    /* signals */
+    int nsig;
+    emn_signal *sig;
+    char **names;
+    emn_unit *units;
+    double *val[3], tval[3];
+    int nval;
+    int order_last;
+    /* force expressions for f(E,m): dEnergy-coefficient/dx(m) */
+    const emn_expr **fexpr;
+    emn_arena *ar;
+} sim;
+
+static volatile sig_atomic_t interrupted;
+static void on_sigint(int signo)
+{
+    (void)signo;
+    interrupted = 1;
+}
+
+/* ----------------------------------------------------------- preparation */
+
+int emn_sim_prepare(emn_circuit *c, emn_diag *d)
+{
+    double tstep = c->has_tran ? c->tstep : 1, tstop = c->has_tran ? c->tstop : 1;
+    int status = 0;
+    for (int i = 0; i < c->elems.n; i++) {
+        emn_elem *e = &c->elems.v[i];
+        if (e->kind != EMN_V && e->kind != EMN_I && e->kind != EMN_F) continue;
+        if (emn_wave_prepare(&e->src, tstep, tstop, d, e->name) < 0) status = -1;
+    }
+    return status;
+}
+
+emn_form_kind emn_sim_auto_form(const emn_circuit *c)
+{
+    int nq = emn_form_count(c, EMN_FORM_CHARGE, NULL, NULL);
+    int nf = emn_form_count(c, EMN_FORM_FLUX, NULL, NULL);
+    if (nq >= 0 && (nf < 0 || nq < nf)) return EMN_FORM_CHARGE;
+    return EMN_FORM_FLUX;
+}
+
+/* --------------------------------------------------- expression helpers */
+
+static void collect_vars(const emn_expr *e, xrate *x)
+{
+    if (!e) return;
+    if (e->op == EMN_EX_VAR) {
+        for (int k = 0; k < x->nv; k++) if (x->var[k] == e->var) return;
+        x->var = emn_xrealloc(x->var, (size_t)(x->nv + 1) * sizeof(int));
+        x->var[x->nv++] = e->var;
+        return;
+    }
+    if (e->op == EMN_EX_CALL) {
+        for (int k = 0; k < e->nargs; k++) collect_vars(e->args[k], x);
+        return;
+    }
+    collect_vars(e->a, x);
+    collect_vars(e->b, x);
+}
+
+static void xrate_init(emn_arena *ar, xrate *x, const emn_expr *e)
+{
+    memset(x, 0, sizeof *x);
+    x->e = e;
+    if (!e) return;
+    collect_vars(e, x);
+    x->d = emn_xmalloc((size_t)(x->nv + 1) * sizeof(emn_expr *));
+    for (int k = 0; k < x->nv; k++) x->d[k] = emn_expr_diff(ar, e, x->var[k]);
+}
+
+static double xrate_value(const xrate *x, const double *nx)
+{
+    return x->e ? emn_expr_eval(x->e, nx) : 0;
+}
+
+static double xrate_rate(const xrate *x, const double *nx, const double *nu)
+{
+    double r = 0;
+    for (int k = 0; k < x->nv; k++) r += emn_expr_eval(x->d[k], nx) * nu[x->var[k]];
+    return r;
+}
+
+static void xrate_free(xrate *x)
+{
+    free(x->var);
+    free(x->d);
+}
+
+/* --------------------------------------------------------- state views */
+
+/* Mechanical positions and velocities of every node from (z, w). */
+static void mech_state(sim *S, const double *z, const double *w)
+{
+    const emn_form *f = S->f;
+    for (int v = 0; v < S->nn; v++) {
+        S->nx[v] = S->nu[v] = 0;
+        int j = f->node_coord[v];
+        if (j >= 0 && f->coord[j].kind == EMN_COORD_MECH) {
+            S->nx[v] = z[j];
+            S->nu[v] = w[j];
+        }
+    }
+    for (int v = 0; v < S->nn; v++) {
+        if (S->c->nodes.v[v].jdef < 0) continue;
+        double x = xrate_value(&S->xnode[v], S->nx), u = xrate_rate(&S->xnode[v], S->nx, S->nu);
+        S->nx[v] = x;       /* J nodes depend only on free nodes: order does not matter */
+        S->nu[v] = u;
+    }
+}
+
+/* Sum of local momenta and forces onto branch slots. */
+static void branch_duals(sim *S, const double *z, const double *w)
+{
+    emn_form *f = S->f;
+    int ns = f->slots.n;
+    memset(S->pi, 0, (size_t)ns * sizeof(double));
+    memset(S->Fs, 0, (size_t)ns * sizeof(double));
+    double *loc = f->scratch;
+    for (int i = 0; i < f->terms.n; i++) {
+        const emn_term *tm = &f->terms.v[i];
+        const emn_tmpl *t = tm->tmpl;
+        emn_form_term_locals(f, tm, z, w, loc);
+        for (int a = 0; a < tm->m; a++) {
+            int sl = tm->slot[a];
+            /* only electrical branch slots carry duals; mechanical slots
+             * are coordinates and source slots are known */
+            S->pi[sl] += emn_tmpl_eval_p(t, a, loc);
+            S->Fs[sl] += emn_tmpl_eval_F(t, a, loc);
+        }
+    }
+}
+
+static int branch_slot(const sim *S, int e) { return S->f->elem_branch_slot[e]; }
+
+/* Voltage across an electrical element's branch (n+ minus n-). */
+static double branch_voltage(const sim *S, int e, const double *w)
+{
+    const emn_elem *el = &S->c->elems.v[e];
+    int sl = branch_slot(S, e);
+    if (S->charge) {
+        if (el->kind == EMN_I) return S->ndv[el->node[0]] - S->ndv[el->node[1]];
+        return S->pidot[sl] - S->Fs[sl];
+    }
+    return emn_form_slot_rate(S->f, sl, w) + xrate_rate(&S->bmech[e], S->nx, S->nu);
+}
+
+/* Current through an electrical element from n+ to n-. */
+static double branch_current(const sim *S, int e, const double *w)
+{
+    const emn_elem *el = &S->c->elems.v[e];
+    int sl = branch_slot(S, e);
+    if (S->charge) return emn_form_slot_rate(S->f, sl, w);
+    if (el->kind == EMN_V || el->kind == EMN_T) return S->bcur[e];
+    return S->pidot[sl] - S->Fs[sl];
+}
+
+/* Charge formulation: node voltages along the tree.  Flux formulation:
+ * currents of voltage sources and coils from the subtrees they feed. */
+static void kirchhoff(sim *S, const double *w)
+{
+    const emn_circuit *c = S->c;
+    const emn_form *f = S->f;
+    if (S->charge) {
+        for (int k = 0; k < S->nn; k++) {
+            int v = f->torder[k];
+            int p = f->tparent[v], e = f->telem[v];
+            if (p < 0 || e < 0) { S->ndv[v] = 0; continue; }
+            double vb = branch_voltage(S, e, w);
+            S->ndv[v] = S->ndv[p] + (c->elems.v[e].node[0] == v ? vb : -vb);
+        }
+        return;
+    }
+    memset(S->nodecur, 0, (size_t)S->nn * sizeof(double));
+    for (int e = 0; e < c->elems.n; e++) {
+        const emn_elem *el = &c->elems.v[e];
+        if (branch_slot(S, e) < 0 || el->kind == EMN_V || el->kind == EMN_T) continue;
+        double i = S->pidot[branch_slot(S, e)] - S->Fs[branch_slot(S, e)];
+        S->nodecur[el->node[0]] += i;
+        S->nodecur[el->node[1]] -= i;
+    }
+    for (int k = S->nn - 1; k >= 0; k--) {
+        int v = f->torder[k];
+        int p = f->tparent[v], e = f->telem[v];
+        if (p < 0 || e < 0) continue;
+        S->bcur[e] = c->elems.v[e].node[0] == v ? -S->nodecur[v] : S->nodecur[v];
+        S->nodecur[p] += S->nodecur[v];
+    }
+}
+
+static double node_voltage(const sim *S, int v, const double *w)
+{
+    if (v == 0) return 0;
+    if (S->c->nodes.v[v].dom == EMN_DOM_MECH) return S->nu[v];
+    if (S->charge) return S->ndv[v];
+    const emn_lmap *m = &S->f->node_map[v];
+    double r = 0;
+    for (int q = 0; q < m->nc; q++) r += m->c[q] * w[m->ci[q]];
+    for (int q = 0; q < m->nd; q++) r += m->d[q] * S->f->s[m->di[q]];
+    return r + xrate_rate(&S->nmech[v], S->nx, S->nu);
+}
+
+static double elem_value(const sim *S, const emn_elem *e)
+{
+    return e->vexpr ? emn_expr_eval(e->vexpr, S->nx) : e->value;
+}
+
+static double signal_q(const sim *S, int e, const double *z)
+{
+    if (S->charge) return emn_form_slot_value(S->f, branch_slot(S, e), z);
+    return S->pi[branch_slot(S, e)];
+}
+
+static double signal_phi(const sim *S, int e, const double *z)
+{
+    if (S->charge) return S->pi[branch_slot(S, e)];
+    return emn_form_slot_value(S->f, branch_slot(S, e), z) + xrate_value(&S->bmech[e], S->nx);
+}
+
+static double signal_value(const sim *S, int k, const double *z, const double *w)
+{
+    const emn_signal *g = &S->sig[k];
+    const emn_circuit *c = S->c;
+    const emn_elem *e = g->elem >= 0 ? &c->elems.v[g->elem] : NULL;
+    switch (g->kind) {          /* ORDER emn_sigkind */
+    case EMN_SIG_V:
+        return node_voltage(S, g->node[0], w) - node_voltage(S, g->node[1], w);
+    case EMN_SIG_X:
+        return S->nx[g->node[0]] - S->nx[g->node[1]];
+    case EMN_SIG_I:
+        return branch_current(S, g->elem, w);
+    case EMN_SIG_Q:
+        return signal_q(S, g->elem, z);
+    case EMN_SIG_PHI:
+        return signal_phi(S, g->elem, z);
+    case EMN_SIG_F:
+        if (g->mnode > 0) return S->fexpr[k] ? emn_expr_eval(S->fexpr[k], S->nx) *
+                                  (e->kind == EMN_K ? branch_current(S, e->ind[0], w) * branch_current(S, e->ind[1], w)
+                                   : e->kind == EMN_C ? 0.5 * pow(branch_voltage(S, g->elem, w), 2)
+                                   : 0.5 * pow(branch_current(S, g->elem, w), 2)) : 0;
+        switch (e->kind) {
+        case EMN_S: return -e->value * (S->nx[e->node[0]] - S->nx[e->node[1]] - e->x0);
+        case EMN_D: return -e->value * (S->nu[e->node[0]] - S->nu[e->node[1]]);
+        case EMN_F: return S->f->s[S->f->elem_src[g->elem]];
+        case EMN_T: return e->value * branch_current(S, g->elem, w);
+        default: return NAN;
+        }
+    case EMN_SIG_W:
+        switch (e->kind) {
+        case EMN_C: return 0.5 * signal_q(S, g->elem, z) * branch_voltage(S, g->elem, w);
+        case EMN_L: return 0.5 * signal_phi(S, g->elem, z) * branch_current(S, g->elem, w);
+        case EMN_M: return 0.5 * e->value * S->nu[e->node[0]] * S->nu[e->node[0]];
+        case EMN_S: {
+            double dx = S->nx[e->node[0]] - S->nx[e->node[1]] - e->x0;
+            return 0.5 * e->value * dx * dx;
+        }
+        default: return NAN;
+        }
+    }
+    return NAN;
+}
+
+/* ------------------------------------------------------------- set-up */
+
+static emn_unit sig_unit(const emn_circuit *c, const emn_signal *g)
+{
+    switch (g->kind) {          /* ORDER emn_sigkind */
+    case EMN_SIG_V: return c->nodes.v[g->node[0]].dom == EMN_DOM_MECH ? EMN_UNIT_VELOCITY : EMN_UNIT_VOLTAGE;
+    case EMN_SIG_X: return EMN_UNIT_DISTANCE;
+    case EMN_SIG_I: return EMN_UNIT_CURRENT;
+    case EMN_SIG_Q: return EMN_UNIT_CHARGE;
+    case EMN_SIG_PHI: return EMN_UNIT_FLUX;
+    case EMN_SIG_F: return EMN_UNIT_FORCE;
+    case EMN_SIG_W: return EMN_UNIT_ENERGY;
+    }
+    return EMN_UNIT_VOLTAGE;
+}
+
+/* The signals saved when .save names none: every node's voltage (or
+ * velocity), every mechanical displacement, and the currents of voltage
+ * sources, inductors and coils, as ngspice saves node voltages and branch
+ * currents. */
+typedef struct sigvec { emn_signal *v; int n, cap; } sigvec;
+
+static void default_saves(emn_arena *ar, const emn_circuit *c, sigvec *out)
+{
+    for (int v = 1; v < c->nodes.n; v++) {
+        emn_signal g = {EMN_SIG_V, {v, 0}, -1, 0, NULL, EMN_NOLOC};
+        char *t = emn_xasprintf("v(%s)", c->nodes.v[v].name);
+        g.text = emn_arena_strdup(ar, t);
+        free(t);
+        EMN_PUSH(*out, g);
+    }
+    for (int v = 1; v < c->nodes.n; v++) {
+        if (c->nodes.v[v].dom != EMN_DOM_MECH) continue;
+        emn_signal g = {EMN_SIG_X, {v, 0}, -1, 0, NULL, EMN_NOLOC};
+        char *t = emn_xasprintf("x(%s)", c->nodes.v[v].name);
+        g.text = emn_arena_strdup(ar, t);
+        free(t);
+        EMN_PUSH(*out, g);
+    }
+    for (int e = 0; e < c->elems.n; e++) {
+        emn_kind k = c->elems.v[e].kind;
+        if (k != EMN_V && k != EMN_L && k != EMN_T) continue;
+        emn_signal g = {EMN_SIG_I, {0, 0}, e, 0, NULL, EMN_NOLOC};
+        char *t = emn_xasprintf("i(%s)", c->elems.v[e].name);
+        g.text = emn_arena_strdup(ar, t);
+        free(t);
+        EMN_PUSH(*out, g);
+    }
+}
+
+/* Which signals need the branch duals (the momenta and forces of the
+ * branch slots). */
+static bool needs_dual(const sim *S, const emn_signal *g)
+{
+    const emn_circuit *c = S->c;
+    switch (g->kind) {
+    case EMN_SIG_V:
+        return S->charge && (c->nodes.v[g->node[0]].dom == EMN_DOM_ELEC ||
+                             c->nodes.v[g->node[1]].dom == EMN_DOM_ELEC);
+    case EMN_SIG_X: return false;
+    case EMN_SIG_I: return !S->charge || c->elems.v[g->elem].kind == EMN_I;
+    case EMN_SIG_Q: return !S->charge;
+    case EMN_SIG_PHI: return S->charge;
+    case EMN_SIG_F: {
+        emn_kind k = c->elems.v[g->elem].kind;
+        return g->mnode > 0 || (k == EMN_T && !S->charge);
+    }
+    case EMN_SIG_W: {
+        emn_kind k = c->elems.v[g->elem].kind;
+        return k == EMN_C || k == EMN_L;
+    }
+    }
+    return true;
+}
+
+/* f(E,m) of C(x), L(x), K(x): the derivative of C, L or the mutual
+ * inductance with respect to x(m); times v^2/2, i^2/2 or i1 i2 it is the
+ * generalized force (the coenergy's derivative). */
+static const emn_expr *force_coefficient(emn_arena *ar, const emn_circuit *c, const emn_signal *g)
+{
+    const emn_elem *e = &c->elems.v[g->elem];
+    const emn_expr *v = e->vexpr;
+    if (e->kind == EMN_K) {
+        const emn_elem *l1 = &c->elems.v[e->ind[0]], *l2 = &c->elems.v[e->ind[1]];
+        const emn_expr *k = v ? v : emn_expr_num(ar, e->value);
+        const emn_expr *L1 = l1->vexpr ? l1->vexpr : emn_expr_num(ar, l1->value);
+        const emn_expr *L2 = l2->vexpr ? l2->vexpr : emn_expr_num(ar, l2->value);
+        v = emn_expr_mul(ar, k, emn_expr_call(ar, EMN_FN_SQRT, 1,
+                                              (const emn_expr *[]){emn_expr_mul(ar, L1, L2)}, EMN_NOLOC));
+    }
+    return v ? emn_expr_diff(ar, v, g->mnode) : NULL;
+}
+
+static void sim_init(sim *S, const emn_circuit *c, emn_form *f, bool want_prints, bool want_saves)
+{
+    memset(S, 0, sizeof *S);
+    S->c = c;
+    S->f = f;
+    S->charge = f->kind == EMN_FORM_CHARGE;
+    S->nn = c->nodes.n;
+    S->ne = c->elems.n;
+    S->ar = emn_arena_new();
+    S->nx = emn_xcalloc((size_t)S->nn + 1, sizeof(double));
+    S->nu = emn_xcalloc((size_t)S->nn + 1, sizeof(double));
+    S->xnode = emn_xcalloc((size_t)S->nn + 1, sizeof(xrate));
+    S->nmech = emn_xcalloc((size_t)S->nn + 1, sizeof(xrate));
+    S->bmech = emn_xcalloc((size_t)S->ne + 1, sizeof(xrate));
+    for (int v = 1; v < S->nn; v++) {
+        if (c->nodes.v[v].jdef >= 0) xrate_init(S->ar, &S->xnode[v], emn_form_xnode(f, v));
+        if (!S->charge && f->node_mech && f->node_mech[v]) xrate_init(S->ar, &S->nmech[v], f->node_mech[v]);
+    }
+    for (int e = 0; e < S->ne; e++)
+        if (f->elem_branch_mech[e]) xrate_init(S->ar, &S->bmech[e], f->elem_branch_mech[e]);
+    int ns = f->slots.n + 1;
+    S->pi = emn_xcalloc((size_t)ns, sizeof(double));
+    S->pidot = emn_xcalloc((size_t)ns, sizeof(double));
+    S->pi1 = emn_xcalloc((size_t)ns, sizeof(double));
+    S->pi2 = emn_xcalloc((size_t)ns, sizeof(double));
+    S->pidot1 = emn_xcalloc((size_t)ns, sizeof(double));
+    S->Fs = emn_xcalloc((size_t)ns, sizeof(double));
+    S->ndv = emn_xcalloc((size_t)S->nn + 1, sizeof(double));
+    S->nodecur = emn_xcalloc((size_t)S->nn + 1, sizeof(double));
+    S->bcur = emn_xcalloc((size_t)S->ne + 1, sizeof(double));
+
+    sigvec sg = {0};
+    if (want_prints) for (int k = 0; k < c->prints.n; k++) EMN_PUSH(sg, c->prints.v[k]);
+    if (want_saves) {
+        if (c->saves.n) for (int k = 0; k < c->saves.n; k++) EMN_PUSH(sg, c->saves.v[k]);
+        else default_saves(S->ar, c, &sg);
+    }
+    S->nsig = sg.n;
+    S->sig = sg.v;
+    S->names = emn_xcalloc((size_t)S->nsig + 1, sizeof(char *));
+    S->units = emn_xcalloc((size_t)S->nsig + 1, sizeof(emn_unit));
+    S->fexpr = emn_xcalloc((size_t)S->nsig + 1, sizeof(emn_expr *));
+    for (int k = 0; k < S->nsig; k++) {
+        S->names[k] = (char *)S->sig[k].text;
+        S->units[k] = sig_unit(c, &S->sig[k]);
+        if (needs_dual(S, &S->sig[k])) S->need_dual = true;
+        if (S->sig[k].kind == EMN_SIG_F && S->sig[k].mnode > 0)
+            S->fexpr[k] = force_coefficient(S->ar, c, &S->sig[k]);
+    }
+    for (int i = 0; i < 3; i++) S->val[i] = emn_xcalloc((size_t)S->nsig + 1, sizeof(double));
+}
+
+static void sim_free(sim *S)
+{
+    for (int v = 0; v < S->nn; v++) {
+        xrate_free(&S->xnode[v]);
+        xrate_free(&S->nmech[v]);
+    }
+    for (int e = 0; e < S->ne; e++) xrate_free(&S->bmech[e]);
+    free(S->xnode); free(S->nmech); free(S->bmech);
+    free(S->nx); free(S->nu);
+    free(S->pi); free(S->pidot); free(S->pi1); free(S->pi2); free(S->pidot1); free(S->Fs);
+    free(S->ndv); free(S->nodecur); free(S->bcur);
+    free(S->sig); free(S->names); free(S->units); free(S->fexpr);
+    for (int i = 0; i < 3; i++) free(S->val[i]);
+    emn_arena_free(&S->ar);
+}
+
+/* Signals at state (z, w); the duals must already be in S->pi, pidot, Fs. */
+static void compute_signals(sim *S, const double *z, const double *w, double *out)
+{
+    mech_state(S, z, w);
+    if (S->need_dual) kirchhoff(S, w);
+    for (int k = 0; k < S->nsig; k++) out[k] = signal_value(S, k, z, w);
+}
+
+/* ------------------------------------------------------- initial state */
+
+static double ic_of_node_cap(const emn_circuit *c, int e, bool *has)
+{
+    const emn_elem *el = &c->elems.v[e];
+    if (el->has_ic) { *has = true; return el->ic; }
+    /* .ic v(n)=val: a capacitor from an .ic node to ground or to another
+     * .ic node holds the difference */
+    double vn[2] = {0, 0};
+    bool known[2] = {el->node[0] == 0, el->node[1] == 0};
+    for (int k = 0; k < c->ics.n; k++) {
+        const emn_ic *ic = &c->ics.v[k];
+        if (ic->kind != EMN_IC_V) continue;
+        for (int t = 0; t < 2; t++)
+            if (ic->node == el->node[t]) { vn[t] = ic->value; known[t] = true; }
+    }
+    *has = known[0] && known[1] && (el->node[0] != 0 || el->node[1] != 0);
+    bool named = false;
+    for (int k = 0; k < c->ics.n; k++)
+        if (c->ics.v[k].kind == EMN_IC_V && (c->ics.v[k].node == el->node[0] || c->ics.v[k].node == el->node[1]))
+            named = true;
+    if (!named) *has = false;
+    return vn[0] - vn[1];
+}
+
+/*
+ * z0 and p0 from the initial conditions: mechanical displacements from
+ * .ic x(), velocities from .ic v(); capacitor charges C v0 and inductor
+ * fluxes L i0 (zero without IC=).  The electrical coordinates that set
+ * the element holding a coordinate-like quantity (capacitor charge in the
+ * charge formulation, inductor flux in the flux formulation) are found by
+ * least squares, which is exact whenever the ICs are consistent with the
+ * formulation's conservation laws.
+ */
+static int initial_state(sim *S, double *z0, double *p0, emn_diag *d)
+{
+    const emn_circuit *c = S->c;
+    emn_form *f = S->f;
+    int n = f->n, ns = f->slots.n;
+    double *u0 = emn_xcalloc((size_t)ns + 1, sizeof(double));
+    double *v0 = emn_xcalloc((size_t)ns + 1, sizeof(double));
+    memset(z0, 0, (size_t)n * sizeof(double));
+    memset(p0, 0, (size_t)n * sizeof(double));
+    int status = 0;
+    emn_form_set_time(f, 0);
+    /* mechanical */
+    for (int k = 0; k < c->ics.n; k++) {
+        const emn_ic *ic = &c->ics.v[k];
+        if (c->nodes.v[ic->node].dom != EMN_DOM_MECH) continue;
+        int j = f->node_coord[ic->node];
+        if (j < 0) {
+            emn_diag_error(d, ic->loc, "node '%s' is defined by a linkage; its %s follows from the "
+                           "coordinates it depends on and cannot be set", c->nodes.v[ic->node].name,
+                           ic->kind == EMN_IC_X ? "displacement" : "velocity");
+            status = -1;
+            continue;
+        }
+        if (ic->kind == EMN_IC_X) z0[j] = ic->value;
+    }
+    mech_state(S, z0, z0);      /* positions only: velocities are set below */
+    /* electrical coordinates by least squares on the storing elements */
+    struct { int *v; int n, cap; } rows = {0};
+    struct { double *v; int n, cap; } target = {0};
+    bool any = false;
+    for (int e = 0; e < c->elems.n; e++) {
+        const emn_elem *el = &c->elems.v[e];
+        if (f->elem_branch_slot[e] < 0) continue;
+        if (S->charge && el->kind == EMN_C) {
+            bool has;
+            double v = ic_of_node_cap(c, e, &has);
+            EMN_PUSH(rows, f->elem_branch_slot[e]);
+            EMN_PUSH(target, has ? elem_value(S, el) * v : 0);
+            any |= has;
+        } else if (!S->charge && el->kind == EMN_L) {
+            double lam = el->has_ic ? elem_value(S, el) * el->ic : 0;
+            for (int k = 0; k < c->elems.n; k++) {     /* mutual flux */
+                const emn_elem *ke = &c->elems.v[k];
+                if (ke->kind != EMN_K) continue;
+                int other = ke->ind[0] == e ? ke->ind[1] : ke->ind[1] == e ? ke->ind[0] : -1;
+                if (other < 0 || !c->elems.v[other].has_ic) continue;
+                double M = elem_value(S, ke) * sqrt(elem_value(S, el) * elem_value(S, &c->elems.v[other]));
+                lam += M * c->elems.v[other].ic;
+            }
+            lam -= xrate_value(&S->bmech[e], S->nx);
+            EMN_PUSH(rows, f->elem_branch_slot[e]);
+            EMN_PUSH(target, lam);
+            any |= el->has_ic || lam != 0;
+        }
+    }
+    if (any && f->ne > 0) {
+        /* normal equations (A'A + delta I) z = A' b over the electrical coordinates */
+        emn_sparse N;
+        emn_sparse_init(&N, f->ne);
+        for (int r = 0; r < rows.n; r++) {
+            const emn_lmap *m = &f->slots.v[rows.v[r]];
+            for (int a = 0; a < m->nc; a++)
+                for (int b = 0; b < m->nc; b++)
+                    if (m->ci[a] < f->ne && m->ci[b] < f->ne) emn_sparse_reserve(&N, m->ci[a], m->ci[b]);
+        }
+        emn_sparse_finalize(&N);
+        double *rhs = emn_xcalloc((size_t)f->ne + 1, sizeof(double));
+        for (int r = 0; r < rows.n; r++) {
+            const emn_lmap *m = &f->slots.v[rows.v[r]];
+            double b = target.v[r];     /* source integrals are zero at t = 0 */
+            for (int a = 0; a < m->nc; a++) {
+                if (m->ci[a] >= f->ne) continue;
+                rhs[m->ci[a]] += m->c[a] * b;
+                for (int q = 0; q < m->nc; q++)
+                    if (m->ci[q] < f->ne) N.Ax[emn_sparse_find(&N, m->ci[a], m->ci[q])] += m->c[a] * m->c[q];
+            }
+        }
+        double big = 0;
+        for (int k = 0; k < N.nnz; k++) big = fmax(big, fabs(N.Ax[k]));
+        for (int j = 0; j < f->ne; j++) N.Ax[emn_sparse_find(&N, j, j)] += 1e-12 * (big > 0 ? big : 1);
+        emn_lu *lu = emn_lu_new();
+        int col;
+        if (emn_lu_factor(lu, &N, &col) == 0) {
+            emn_lu_solve(lu, rhs);
+            for (int j = 0; j < f->ne; j++) z0[j] = rhs[j];
+            /* ICs the formulation cannot represent (a capacitor cutset in
+             * the charge formulation, an inductor loop in the flux one) */
+            for (int r = 0; r < rows.n; r++) {
+                double got = emn_form_slot_value(f, rows.v[r], z0);
+                if (fabs(got - target.v[r]) > 1e-6 * fabs(target.v[r]) + 1e-30) {
+                    for (int e = 0; e < c->elems.n; e++)
+                        if (f->elem_branch_slot[e] == rows.v[r]) {
+                            emn_diag_warning(d, c->elems.v[e].loc, "the initial conditions cannot all be met in the %s "
+                                             "formulation: %s starts from %s %g instead of %g",
+                                             S->charge ? "charge" : "flux", c->elems.v[e].name,
+                                             S->charge ? "charge" : "flux linkage", got, target.v[r]);
+                            break;
+                        }
+                    break;
+                }
+            }
+        }
+        emn_lu_free(&lu);
+        free(rhs);
+        emn_sparse_free(&N);
+    }
+    free(rows.v);
+    free(target.v);
+    /* slot values at z0 and the rates the ICs give */
+    for (int sl = 0; sl < ns; sl++) {
+        v0[sl] = emn_form_slot_value(f, sl, z0);
+        const emn_lmap *m = &f->slots.v[sl];
+        double u = 0;
+        for (int q = 0; q < m->nd; q++) u += m->d[q] * f->s[m->di[q]];
+        u0[sl] = u;
+    }
+    for (int k = 0; k < c->ics.n; k++) {
+        const emn_ic *ic = &c->ics.v[k];
+        int j = f->node_coord[ic->node];
+        if (c->nodes.v[ic->node].dom != EMN_DOM_MECH || ic->kind != EMN_IC_V || j < 0) continue;
+        for (int sl = 0; sl < ns; sl++) {
+            const emn_lmap *m = &f->slots.v[sl];
+            if (m->nc == 1 && m->nd == 0 && m->ci[0] == j && f->coord[j].kind == EMN_COORD_MECH) u0[sl] = ic->value;
+        }
+    }
+    for (int e = 0; e < c->elems.n; e++) {
+        const emn_elem *el = &c->elems.v[e];
+        int sl = f->elem_branch_slot[e];
+        if (sl < 0) continue;
+        if (S->charge && el->kind == EMN_L && el->has_ic) u0[sl] = el->ic;
+        if (!S->charge && el->kind == EMN_C) {
+            bool has;
+            double v = ic_of_node_cap(c, e, &has);
+            if (has) u0[sl] = v;
+        }
+    }
+    /* .ic v(n) on an electrical node no capacitor holds */
+    for (int k = 0; k < c->ics.n; k++) {
+        const emn_ic *ic = &c->ics.v[k];
+        if (ic->kind != EMN_IC_V || c->nodes.v[ic->node].dom != EMN_DOM_ELEC) continue;
+        bool held = false;
+        for (int e = 0; e < c->elems.n; e++)
+            if (c->elems.v[e].kind == EMN_C && (c->elems.v[e].node[0] == ic->node || c->elems.v[e].node[1] == ic->node))
+                held = true;
+        if (!held) {
+            emn_diag_error(d, ic->loc, "no capacitor at node '%s' can hold its initial voltage",
+                           c->nodes.v[ic->node].name);
+            status = -1;
+        }
+    }
+    /* momenta: each term's dL/du at (v0, u0) */
+    double *loc = f->scratch;
+    for (int i = 0; i < f->terms.n; i++) {
+        const emn_term *tm = &f->terms.v[i];
+        int m = tm->m;
+        for (int a = 0; a < m; a++) {
+            loc[a] = v0[tm->slot[a]];
+            loc[m + a] = u0[tm->slot[a]];
+        }
+        for (int q = 0; q < 4; q++) loc[2 * m + q] = tm->k[q];
+        for (int a = 0; a < m; a++) {
+            double pa = emn_tmpl_eval_p(tm->tmpl, a, loc);
+            const emn_lmap *s = &f->slots.v[tm->slot[a]];
+            for (int q = 0; q < s->nc; q++) p0[s->ci[q]] += s->c[q] * pa;
+        }
+    }
+    free(u0);
+    free(v0);
+    return status;
+}
+
+/* ------------------------------------------------------------ the run */
+
+/* Update the branch duals for the point just accepted (or the start). */
+static void update_duals(sim *S, const double *z, const double *w, bool start)
+{
+    if (!S->need_dual) return;
+    int ns = S->f->slots.n;
+    double *t = S->pi2;
+    S->pi2 = S->pi1;
+    S->pi1 = S->pi;
+    S->pi = t;
+    t = S->pidot1;
+    S->pidot1 = S->pidot;
+    S->pidot = t;
+    branch_duals(S, z, w);
+    const emn_integ *it = S->it;
+    for (int sl = 0; sl < ns; sl++)
+        S->pidot[sl] = start ? 0 : it->a0 * S->pi[sl] + it->a1 * S->pi1[sl] + it->a2 * S->pi2[sl] +
+                                   it->b1 * S->pidot1[sl];
+}
+
+/* Name the element that dominates coordinate j's equation. */
+static const char *dominant_element(sim *S, int j, const double *z, const double *w)
+{
+    emn_form *f = S->f;
+    double best = -1;
+    const char *name = NULL;
+    double *loc = f->scratch;
+    for (int i = 0; i < f->terms.n; i++) {
+        const emn_term *tm = &f->terms.v[i];
+        emn_form_term_locals(f, tm, z, w, loc);
+        for (int a = 0; a < tm->m; a++) {
+            const emn_lmap *s = &f->slots.v[tm->slot[a]];
+            for (int q = 0; q < s->nc; q++) {
+                if (s->ci[q] != j) continue;
+                double v = fabs(emn_tmpl_eval_F(tm->tmpl, a, loc)) + fabs(emn_tmpl_eval_p(tm->tmpl, a, loc));
+                if (!isfinite(v)) v = INFINITY;
+                if (v > best) {
+                    best = v;
+                    name = S->c->elems.v[tm->elem].name;
+                }
+            }
+        }
+    }
+    return name;
+}
+
+/* A capacitance or inductance that has reached zero or gone negative. */
+static int check_values(sim *S, double t, emn_diag *d)
+{
+    const emn_circuit *c = S->c;
+    for (int e = 0; e < c->elems.n; e++) {
+        const emn_elem *el = &c->elems.v[e];
+        if (!el->vexpr || (el->kind != EMN_C && el->kind != EMN_L)) continue;
+        double v = emn_expr_eval(el->vexpr, S->nx);
+        if (v > 0 && isfinite(v)) continue;
+        emn_diag_error(d, el->loc, "%s of %s reached %g %s at t = %.9g s%s",
+                       el->kind == EMN_C ? "capacitance" : "inductance", el->name, v,
+                       el->kind == EMN_C ? "F" : "H", t,
+                       el->kind == EMN_C ? " (the plates touched: pull-in)" : "");
+        return -1;
+    }
+    return 0;
+}
+
+typedef struct writers { emn_out *table, *raw, *csv; int np; } writers;
+
+static void write_row(sim *S, writers *W, emn_sim_result *res, bool keep, double t, const double *v)
+{
+    if (W->table) emn_out_row(W->table, t, v);
+    if (W->raw) emn_out_row(W->raw, t, v + W->np);
+    if (W->csv) emn_out_row(W->csv, t, v + W->np);
+    if (keep) {
+        int m = 1 + S->nsig - W->np;
+        res->rows = emn_xrealloc(res->rows, (size_t)(res->nrow + 1) * (size_t)m * sizeof(double));
+        res->rows[(size_t)res->nrow * (size_t)m] = t;
+        memcpy(res->rows + (size_t)res->nrow * (size_t)m + 1, v + W->np, (size_t)(m - 1) * sizeof(double));
+        res->nrow++;
+    }
+}
+
+/* Output points in (tval[1], tval[0]], interpolated with the step's
+ * order: quadratic through the last three points after a second-order
+ * step, linear otherwise. */
+static void emit_points(sim *S, writers *W, emn_sim_result *res, bool keep, double *tnext, long *k,
+                        double tstep, double tstart, double tstop, double *buf)
+{
+    double t0 = S->tval[0], t1 = S->tval[1], t2 = S->tval[2];
+    bool quad = S->nval >= 3 && S->order_last >= 2;
+    while (*tnext <= t0 * (1 + 1e-12) + 1e-300 && *tnext <= tstop * (1 + 1e-12)) {
+        double tau = *tnext;
+        for (int q = 0; q < S->nsig; q++) {
+            double y0 = S->val[0][q], y1 = S->val[1][q];
+            double y;
+            if (fabs(tau - t0) <= 1e-12 * fabs(t0)) y = y0;
+            else if (quad) {
+                double y2 = S->val[2][q];
+                y = y0 * (tau - t1) * (tau - t2) / ((t0 - t1) * (t0 - t2)) +
+                    y1 * (tau - t0) * (tau - t2) / ((t1 - t0) * (t1 - t2)) +
+                    y2 * (tau - t0) * (tau - t1) / ((t2 - t0) * (t2 - t1));
+            } else {
+                y = y1 + (y0 - y1) * (tau - t1) / (t0 - t1);
+            }
+            buf[q] = y;
+        }
+        write_row(S, W, res, keep, tau, buf);
+        (*k)++;
+        *tnext = tstart + (double)*k * tstep;
+    }
+}
+
+static void shift_values(sim *S, double t)
+{
+    double *tmp = S->val[2];
+    S->val[2] = S->val[1];
+    S->val[1] = S->val[0];
+    S->val[0] = tmp;
+    S->tval[2] = S->tval[1];
+    S->tval[1] = S->tval[0];
+    S->tval[0] = t;
+    if (S->nval < 3) S->nval++;
+}
+
+static const char *form_name(emn_form_kind k) { return k == EMN_FORM_CHARGE ? "charge" : "flux"; }
+
+int emn_sim_tran(const emn_circuit *c, const emn_sim_opts *o, emn_diag *d, bool keep, emn_sim_result *res)
+{
+    double t_begin = emn_now();
+    memset(res, 0, sizeof *res);
+    emn_form *f = emn_form_build(c, o->form, d);
+    if (!f) return EMN_EXIT_INVALID;
+    sim S;
+    bool want_saves = keep || o->raw_path || o->csv_path;
+    sim_init(&S, c, f, o->print_table && !keep, want_saves);
+    writers W = {0};
+    W.np = o->print_table && !keep ? c->prints.n : 0;
+    res->n = f->n;
+    res->ne = f->ne;
+    res->nm = f->nm;
+    int status = EMN_EXIT_OK;
+
+    emn_integ_opts io = {0};
+    io.reltol = c->opt.reltol;
+    io.abstol = c->opt.abstol;
+    io.vntol = c->opt.vntol;
+    io.chgtol = c->opt.chgtol;
+    io.method = c->opt.method;
+    io.maxord = c->opt.maxord;
+    io.itl4 = c->opt.itl4;
+    io.tstop = c->tstop;
+    io.hmax = c->tmax > 0 ? c->tmax : fmin(c->tstep, (c->tstop - c->tstart) / 50);
+    if (!(io.hmax > 0)) io.hmax = c->tstop / 50;
+    io.hmin = c->tstop * 1e-15;
+    emn_integ *it = emn_integ_new(f, &io);
+    S.it = it;
+
+    double *z0 = emn_xcalloc((size_t)f->n + 1, sizeof(double));
+    double *p0 = emn_xcalloc((size_t)f->n + 1, sizeof(double));
+    double *buf = emn_xcalloc((size_t)S.nsig + 1, sizeof(double));
+    double *pi0 = NULL, *Fs0 = NULL;
+    if (initial_state(&S, z0, p0, d) < 0) {
+        status = EMN_EXIT_INVALID;
+        goto done;
+    }
+    if (W.np) {
+        const char *err = NULL;
+        W.table = emn_out_open(EMN_OUT_TABLE, NULL, stdout, c->title, W.np, (const char *const *)S.names,
+                               S.units, &err);
+    }
+    if (o->raw_path && !keep) {
+        const char *err = NULL;
+        W.raw = emn_out_open(o->raw_ascii ? EMN_OUT_RAW_ASCII : EMN_OUT_RAW_BINARY, o->raw_path, NULL, c->title,
+                             S.nsig - W.np, (const char *const *)S.names + W.np, S.units + W.np, &err);
+        if (!W.raw) {
+            emn_diag_error(d, EMN_NOLOC, "cannot write '%s': %s", o->raw_path, err ? err : "error");
+            status = EMN_EXIT_FAILED;
+            goto done;
+        }
+    }
+    if (o->csv_path && !keep) {
+        const char *err = NULL;
+        W.csv = emn_out_open(EMN_OUT_CSV, o->csv_path, NULL, c->title, S.nsig - W.np,
+                             (const char *const *)S.names + W.np, S.units + W.np, &err);
+        if (!W.csv) {
+            emn_diag_error(d, EMN_NOLOC, "cannot write '%s': %s", o->csv_path, err ? err : "error");
+            status = EMN_EXIT_FAILED;
+            goto done;
+        }
+    }
+    if (keep) {
+        res->nsig = S.nsig;
+        res->names = emn_xcalloc((size_t)S.nsig + 1, sizeof(char *));
+        for (int k = 0; k < S.nsig; k++) res->names[k] = emn_xstrdup(S.names[k]);
+    }
+
+    int rc = emn_integ_start(it, 0, z0, p0);
+    if (rc < 0) {
+        emn_diag_error(d, EMN_NOLOC, "%s", it->msg);
+        status = EMN_EXIT_FAILED;
+        goto done;
+    }
+    /* duals at t = 0; their derivatives come from the first step */
+    update_duals(&S, it->z[0], it->w[0], true);
+    int ns = f->slots.n + 1;
+    pi0 = emn_xmalloc((size_t)ns * sizeof(double));
+    Fs0 = emn_xmalloc((size_t)ns * sizeof(double));
+    memcpy(pi0, S.pi, (size_t)ns * sizeof(double));
+    memcpy(Fs0, S.Fs, (size_t)ns * sizeof(double));
+
+    interrupted = 0;
+    struct sigaction sa = {0}, old_sa;
+    sa.sa_handler = on_sigint;
+    sigaction(SIGINT, &sa, &old_sa);
+
+    double tstep = c->tstep, tstart = c->tstart, tstop = c->tstop;
+    long k = 0;
+    double tnext = tstart;
+    double last_progress = emn_now();
+    bool first = true;
+    while (it->t < tstop * (1 - 1e-12)) {
+        if (interrupted) {
+            emn_diag_error(d, EMN_NOLOC, "interrupted at t = %.9g s", it->t);
+            status = EMN_EXIT_FAILED;
+            break;
+        }
+        rc = emn_integ_step(it, tstop);
+        if (rc < 0) {
+            int j = it->bad_coord;
+            const char *el = j >= 0 ? dominant_element(&S, j, it->z[0], it->w[0]) : NULL;
+            if (j >= 0)
+                emn_diag_error(d, EMN_NOLOC, "%s formulation: %s; coordinate %s%s%s", form_name(f->kind), it->msg,
+                               f->coord[j].name, el ? ", dominated by " : "", el ? el : "");
+            else
+                emn_diag_error(d, EMN_NOLOC, "%s formulation: %s", form_name(f->kind), it->msg);
+            status = EMN_EXIT_FAILED;
+            break;
+        }
+        update_duals(&S, it->z[0], it->w[0], false);
+        if (first) {
+            /* the t = 0 point, now that the duals' derivatives are known */
+            first = false;
+            double *pi_now = emn_xmalloc((size_t)ns * sizeof(double) * 2), *Fs_now = pi_now + ns;
+            memcpy(pi_now, S.pi, (size_t)ns * sizeof(double));
+            memcpy(Fs_now, S.Fs, (size_t)ns * sizeof(double));
+            memcpy(S.pi, pi0, (size_t)ns * sizeof(double));
+            memcpy(S.Fs, Fs0, (size_t)ns * sizeof(double));
+            emn_form_set_time(f, it->tpast[1]);
+            compute_signals(&S, it->z[1], it->w[1], S.val[0]);
+            S.tval[0] = it->tpast[1];
+            S.nval = 1;
+            if (tnext <= S.tval[0]) {
+                write_row(&S, &W, res, keep, tnext, S.val[0]);
+                k++;
+                tnext = tstart + (double)k * tstep;
+            }
+            memcpy(S.pi, pi_now, (size_t)ns * sizeof(double));
+            memcpy(S.Fs, Fs_now, (size_t)ns * sizeof(double));
+            free(pi_now);
+            emn_form_set_time(f, it->t);
+        }
+        shift_values(&S, it->t);
+        compute_signals(&S, it->z[0], it->w[0], S.val[0]);
+        S.order_last = it->order;
+        if (check_values(&S, it->t, d) < 0) {
+            status = EMN_EXIT_FAILED;
+            break;
+        }
+        emit_points(&S, &W, res, keep, &tnext, &k, tstep, tstart, tstop, buf);
+        if (o->progress && !o->quiet) {
+            double now = emn_now();
+            if (now - t_begin > 1 && now - last_progress > 0.25) {
+                last_progress = now;
+                fprintf(stderr, "\r%5.1f%%  t = %-12.6g steps %ld  rejected %ld", 100 * it->t / tstop, it->t,
+                        it->st.steps, it->st.rejected);
+                fflush(stderr);
+            }
+        }
+    }
+    sigaction(SIGINT, &old_sa, NULL);
+    if (o->progress && !o->quiet && emn_now() - t_begin > 1) fprintf(stderr, "\r%60s\r", "");
+
+done:
+    if (W.table && emn_out_close(&W.table) < 0) status = EMN_EXIT_FAILED;
+    if (W.raw && emn_out_close(&W.raw) < 0) {
+        emn_diag_error(d, EMN_NOLOC, "error writing '%s'", o->raw_path);
+        status = EMN_EXIT_FAILED;
+    }
+    if (W.csv && emn_out_close(&W.csv) < 0) {
+        emn_diag_error(d, EMN_NOLOC, "error writing '%s'", o->csv_path);
+        status = EMN_EXIT_FAILED;
+    }
+    res->st = it->st;
+    const emn_lu_stats *ls = emn_lu_get_stats(it->lu);
+    res->lu_factors = ls->factors;
+    res->lu_refactors = ls->refactors;
+    res->seconds = emn_now() - t_begin;
+    free(pi0);
+    free(Fs0);
+    free(z0);
+    free(p0);
+    free(buf);
+    emn_integ_free(&it);
+    sim_free(&S);
+    emn_form_free(&f);
+    return status;
+}
+
+void emn_sim_result_free(emn_sim_result *r)
+{
+    for (int k = 0; k < r->nsig; k++) free(r->names[k]);
+    free(r->names);
+    free(r->rows);
+    memset(r, 0, sizeof *r);
+}
+
+int emn_sim_compare(const emn_circuit *c, const emn_sim_opts *o, emn_diag *d, FILE *out)
+{
+    emn_sim_result r[2];
+    emn_sim_opts oo = *o;
+    int status = EMN_EXIT_OK;
+    emn_form_kind kinds[2] = {EMN_FORM_CHARGE, EMN_FORM_FLUX};
+    for (int i = 0; i < 2; i++) {
+        oo.form = kinds[i];
+        int rc = emn_sim_tran(c, &oo, d, true, &r[i]);
+        if (rc != EMN_EXIT_OK) {
+            if (i == 1) emn_sim_result_free(&r[0]);
+            emn_sim_result_free(&r[i]);
+            return rc;
+        }
+    }
+    int m = 1 + r[0].nsig;
+    int rows = r[0].nrow < r[1].nrow ? r[0].nrow : r[1].nrow;
+    if (r[0].nrow != r[1].nrow) status = EMN_EXIT_DISAGREE;
+    fprintf(out, "signal max_abs_diff rel_diff\n");
+    for (int q = 0; q < r[0].nsig; q++) {
+        double dmax = 0, peak = 0;
+        for (int k = 0; k < rows; k++) {
+            double a = r[0].rows[(size_t)k * (size_t)m + 1 + (size_t)q], b = r[1].rows[(size_t)k * (size_t)m + 1 + (size_t)q];
+            double dd = fabs(a - b);
+            if (!(dd <= dmax)) dmax = dd;      /* NaN counts as a disagreement */
+            peak = fmax(peak, fmax(fabs(a), fabs(b)));
+        }
+        double rel = peak > 0 ? dmax / peak : (dmax > 0 ? INFINITY : 0);
+        fprintf(out, "%s %.3e %.3e\n", r[0].names[q], dmax, rel);
+        if (!(rel <= o->cmptol)) status = EMN_EXIT_DISAGREE;
+    }
+    for (int i = 0; i < 2; i++)
+        fprintf(out, "# %s: %d coordinates (%d electrical, %d mechanical), %ld steps, %ld rejected, "
+                "%ld Newton iterations, %ld LU factorizations, %.3f s\n", form_name(kinds[i]), r[i].n, r[i].ne,
+                r[i].nm, r[i].st.steps, r[i].st.rejected, r[i].st.newton, r[i].lu_factors + r[i].lu_refactors,
+                r[i].seconds);
+    emn_sim_result_free(&r[0]);
+    emn_sim_result_free(&r[1]);
+    return status;
+}
