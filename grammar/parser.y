@@ -8,6 +8,9 @@
  * fields of an R, a .tran or a PULSE mean.  A card with a syntax error is
  * dropped at its end of line and parsing goes on with the next card.
  *
+ * Semantic values live in the builder's arenas, so values dropped during
+ * error recovery need no %destructor: the arenas free them together.
+ *
  * Expression precedence follows mathematics: `-x^2` is -(x^2), and `^`
  * (also written `**`) is right-associative.
  */

@@ -1138,8 +1138,6 @@ static void add_element(emn_build *b, const inst *in, const card *k, int kind)
                   b->einfo.v[j].disp);
             emn_diag_note(b->d, c->elems.v[j].loc, "%s defines '%s' here", b->einfo.v[j].disp,
                           c->nodes.v[m].name);
-        } else {
-            c->nodes.v[m].jdef = c->elems.n;
         }
     }
 
@@ -1214,6 +1212,7 @@ static void add_element(emn_build *b, const inst *in, const card *k, int kind)
         e.vexpr = v;
     }
     if (b->d->nerrors != errs) return;
+    if (kind == EMN_J) c->nodes.v[e.node[0]].jdef = c->elems.n;
     map_put(&b->elems, e.name, c->elems.n);
     EMN_PUSH(c->elems, e);
     EMN_PUSH(b->einfo, info);
