@@ -45,7 +45,7 @@ emn_integ *emn_integ_new(emn_form *f, const emn_integ_opts *o)
     it->Ftry = emn_xcalloc(sz, sizeof(double));
     it->hz = emn_xcalloc(sz, sizeof(double));
     it->hp = emn_xcalloc(sz, sizeof(double));
-    it->peak = emn_xcalloc(2 * sz, sizeof(double));
+    it->peak = emn_xcalloc(4 * sz, sizeof(double));
     it->lu = emn_lu_new();
     it->bad_coord = -1;
     return it;
@@ -78,22 +78,37 @@ double emn_integ_next_break(const emn_form *f, double t)
 
 /* ------------------------------------------------------------ tolerances */
 
-/* Absolute tolerances of z_j and of its derivative, by what z_j is. */
-static void z_abstol(const emn_integ *it, int j, double *ay, double *ad)
+/* Tolerances of z_j and p_j, by what the coordinate is: *ay applies to the
+ * value, *ad to its derivative (times h), *ry says whether the value's own
+ * magnitude counts.  Electrical coordinates use SPICE's abstol, vntol and
+ * chgtol.  A mechanical displacement has no natural origin (shifting it
+ * changes nothing physical, and a motor's angle grows without bound), so
+ * its error is measured against the motion per step, h |velocity|, and
+ * against a thousandth of the largest velocity and force seen so far. */
+static void z_abstol(const emn_integ *it, int j, double *ay, double *ad, bool *ry)
 {
+    *ry = true;
     switch (it->f->coord[j].kind) {
     case EMN_COORD_LOOP: *ay = it->o.chgtol; *ad = it->o.abstol; break;   /* C, A */
     case EMN_COORD_NODE: *ay = 0; *ad = it->o.vntol; break;               /* V s, V */
-    default: *ay = 1e-3 * it->o.reltol * it->peak[j] + 1e-30; *ad = 0; break;
+    default:
+        *ry = false;
+        *ay = 1e-30;
+        *ad = 1e-3 * it->o.reltol * it->peak[2 * it->n + j] + 1e-30;
+        break;
     }
 }
 
-static void p_abstol(const emn_integ *it, int j, double *ay, double *ad)
+static void p_abstol(const emn_integ *it, int j, double *ay, double *ad, bool *ry)
 {
+    *ry = true;
     switch (it->f->coord[j].kind) {
     case EMN_COORD_LOOP: *ay = 0; *ad = it->o.vntol; break;               /* V s, V */
     case EMN_COORD_NODE: *ay = it->o.chgtol; *ad = it->o.abstol; break;   /* C, A */
-    default: *ay = 1e-3 * it->o.reltol * it->peak[it->n + j] + 1e-30; *ad = 0; break;
+    default:
+        *ay = 1e-3 * it->o.reltol * it->peak[it->n + j] + 1e-30;
+        *ad = 1e-3 * it->o.reltol * it->peak[3 * it->n + j] + 1e-30;
+        break;
     }
 }
 
@@ -222,9 +237,10 @@ static double lte_ratio(const emn_integ *it, const step_formula *s, double h, in
                 est = C * h * h * h * fabs(ydd);             /* C h^3 y''' */
             }
             double ay, ad;
-            if (pass) p_abstol(it, j, &ay, &ad);
-            else z_abstol(it, j, &ay, &ad);
-            double tol = fmax(it->o.reltol * fmax(fabs(y[j]), fabs(y1[j])) + ay,
+            bool ry;
+            if (pass) p_abstol(it, j, &ay, &ad, &ry);
+            else z_abstol(it, j, &ay, &ad, &ry);
+            double tol = fmax((ry ? it->o.reltol * fmax(fabs(y[j]), fabs(y1[j])) : 0) + ay,
                               h * (it->o.reltol * fmax(fabs(d[j]), fabs(d1[j])) + ad));
             double r = tol > 0 ? est / tol : (est > 0 ? INFINITY : 0);
             if (r > err) {
@@ -269,6 +285,8 @@ static void accept(emn_integ *it, double tnew, double h, const step_formula *s)
     for (int j = 0; j < n; j++) {
         if (fabs(it->z[0][j]) > it->peak[j]) it->peak[j] = fabs(it->z[0][j]);
         if (fabs(it->p[0][j]) > it->peak[n + j]) it->peak[n + j] = fabs(it->p[0][j]);
+        if (fabs(it->w[0][j]) > it->peak[2 * n + j]) it->peak[2 * n + j] = fabs(it->w[0][j]);
+        if (fabs(it->F[0][j]) > it->peak[3 * n + j]) it->peak[3 * n + j] = fabs(it->F[0][j]);
     }
     it->st.steps++;
 }
@@ -323,6 +341,8 @@ int emn_integ_start(emn_integ *it, double t0, const double *z0, const double *p0
     for (int j = 0; j < n; j++) {
         it->peak[j] = fabs(z0[j]);
         it->peak[n + j] = fabs(it->p[0][j]);
+        it->peak[2 * n + j] = fabs(it->w[0][j]);
+        it->peak[3 * n + j] = fabs(it->F[0][j]);
     }
     return 0;
 }
@@ -335,7 +355,7 @@ int emn_integ_step(emn_integ *it, double tlimit)
     int order = it->restart || it->npast < 1 || it->o.maxord < 2 ? 1 : 2;
     double h;
     if (it->npast == 0)         /* the very first step: short, let the error control grow it */
-        h = fmin(it->o.hmax, fmin(it->next_bp, tlimit) - t) * 1e-3;
+        h = fmin(it->o.hmax, fmin(it->next_bp, tlimit) - t) * 1e-6;
     else
         h = it->hnext;
     h = fmin(h, it->o.hmax);
@@ -370,7 +390,10 @@ int emn_integ_step(emn_integ *it, double tlimit)
             order = 1;
             continue;
         }
-        double err = lte_ratio(it, &s, h, &worst);
+        /* The very first step is tiny and first order; from rest its error
+         * and the state are both O(h^2), so a relative test means nothing:
+         * accept it, as SPICE does, and let the error control take over. */
+        double err = it->npast == 0 ? 0.1 : lte_ratio(it, &s, h, &worst);
         if (err > 1) {
             it->st.rejected++;
             it->st.lte_rejects++;
