@@ -1167,15 +1167,10 @@ void emn_form_free(emn_form **pf)
 
 /* ------------------------------------------------------------ evaluation */
 
-void emn_form_set_time(emn_form *f, double t)
+/* The constant and time parts of p and F for the source values and
+ * integrals now in f->s and f->S. */
+static void time_parts(emn_form *f)
 {
-    const emn_circuit *c = f->c;
-    f->t = t;
-    for (int s = 0; s < f->nsrc; s++) {
-        emn_source *src = (emn_source *)&c->elems.v[f->src_elem[s]].src;
-        f->s[s] = emn_wave_value(src, t);
-        f->S[s] = emn_wave_integral(src, t);
-    }
     memcpy(f->pt, f->p0, (size_t)f->n * sizeof(double));
     memcpy(f->ft, f->f0, (size_t)f->n * sizeof(double));
     for (int k = 0; k < f->pts.n; k++) {
@@ -1186,6 +1181,29 @@ void emn_form_set_time(emn_form *f, double t)
         int col = f->fts.col[k];
         f->ft[f->fts.row[k]] += f->fts.val[k] * (col < f->nsrc ? f->S[col] : f->s[col - f->nsrc]);
     }
+}
+
+void emn_form_set_time(emn_form *f, double t)
+{
+    const emn_circuit *c = f->c;
+    f->t = t;
+    for (int s = 0; s < f->nsrc; s++) {
+        emn_source *src = (emn_source *)&c->elems.v[f->src_elem[s]].src;
+        f->s[s] = emn_wave_value(src, t);
+        f->S[s] = emn_wave_integral(src, t);
+    }
+    time_parts(f);
+}
+
+void emn_form_set_dc(emn_form *f, double scale)
+{
+    const emn_circuit *c = f->c;
+    f->t = 0;
+    for (int s = 0; s < f->nsrc; s++) {
+        f->s[s] = scale * emn_wave_dc(&c->elems.v[f->src_elem[s]].src);
+        f->S[s] = 0;
+    }
+    time_parts(f);
 }
 
 /* y += A x for a value array on J's pattern; with `absval`, |A| |x|. */
@@ -1272,6 +1290,92 @@ int emn_form_jacobian(emn_form *f, const double *z, const double *w, double a)
 }
 
 bool emn_form_is_linear(const emn_form *f) { return f->nnonlinear == 0; }
+
+int emn_form_derivatives(emn_form *f, const double *z, const double *w, double *Pz, double *Pw,
+                         double *Fz, double *Fw)
+{
+    emn_sparse *J = &f->J;
+    double *out[4] = {Pz, Pw, Fz, Fw};
+    const double *lin[4] = {f->Apz, f->Apw, f->Afz, f->Afw};
+    for (int q = 0; q < 4; q++)
+        if (out[q]) memcpy(out[q], lin[q], (size_t)J->nnz * sizeof(double));
+    double *loc = f->scratch;
+    for (int i = 0; i < f->nnonlinear; i++) {
+        const emn_term *tm = &f->terms.v[f->nonlinear[i]];
+        const emn_tmpl *t = tm->tmpl;
+        int m = tm->m;
+        emn_form_term_locals(f, tm, z, w, loc);
+        emn_tape *const *tapes[4] = {t->tpv, t->tpu, t->tFv, t->tFu};
+        for (int ai = 0; ai < m; ai++) {
+            const emn_lmap *sa = &f->slots.v[tm->slot[ai]];
+            for (int bi = 0; bi < m; bi++) {
+                const emn_lmap *sb = &f->slots.v[tm->slot[bi]];
+                if (!sa->nc || !sb->nc) continue;
+                for (int q = 0; q < 4; q++) {
+                    if (!out[q]) continue;
+                    double v = emn_tape_eval(tapes[q][ai * m + bi], loc);
+                    if (!isfinite(v)) return 1;
+                    if (v == 0) continue;
+                    for (int qa = 0; qa < sa->nc; qa++)
+                        for (int qb = 0; qb < sb->nc; qb++)
+                            out[q][emn_sparse_find(J, sa->ci[qa], sb->ci[qb])] += sa->c[qa] * sb->c[qb] * v;
+                }
+            }
+        }
+    }
+    return 0;
+}
+
+/* Full rate of a slot: coordinates at w, source integrals at the values. */
+static double slot_rate(const emn_form *f, const emn_lmap *s, const double *w)
+{
+    double u = 0;
+    for (int q = 0; q < s->nc; q++) u += s->c[q] * w[s->ci[q]];
+    for (int q = 0; q < s->nd; q++) u += s->d[q] * f->s[s->di[q]];
+    return u;
+}
+
+int emn_form_rates(emn_form *f, const double *z, const double *w, double *dp, double *dF, double *slot_dp)
+{
+    int n = f->n;
+    memset(dp, 0, (size_t)n * sizeof(double));
+    memset(dF, 0, (size_t)n * sizeof(double));
+    if (slot_dp) memset(slot_dp, 0, (size_t)f->slots.n * sizeof(double));
+    double *loc = f->scratch;
+    for (int i = 0; i < f->terms.n; i++) {
+        const emn_term *tm = &f->terms.v[i];
+        const emn_tmpl *t = tm->tmpl;
+        int m = tm->m;
+        bool compiled = t->tpv != NULL;
+        if (tm->linear && !slot_dp) continue;       /* summed below through the matrices */
+        emn_form_term_locals(f, tm, z, w, loc);
+        for (int ai = 0; ai < m; ai++) {
+            const emn_lmap *sa = &f->slots.v[tm->slot[ai]];
+            double rp = 0, rF = 0;
+            for (int bi = 0; bi < m; bi++) {
+                double u = slot_rate(f, &f->slots.v[tm->slot[bi]], w);
+                if (u == 0) continue;
+                rp += u * (compiled ? emn_tape_eval(t->tpv[ai * m + bi], loc) : emn_expr_eval(t->pv[ai * m + bi], loc));
+                rF += u * (compiled ? emn_tape_eval(t->tFv[ai * m + bi], loc) : emn_expr_eval(t->Fv[ai * m + bi], loc));
+            }
+            if (!isfinite(rp) || !isfinite(rF)) return 1;
+            if (slot_dp) slot_dp[tm->slot[ai]] += rp;
+            if (tm->linear) continue;
+            for (int q = 0; q < sa->nc; q++) {
+                dp[sa->ci[q]] += sa->c[q] * rp;
+                dF[sa->ci[q]] += sa->c[q] * rF;
+            }
+        }
+    }
+    /* linear terms: the constant matrices, and their source-integral columns */
+    spmv_add(&f->J, f->Apz, w, dp, false);
+    spmv_add(&f->J, f->Afz, w, dF, false);
+    for (int k = 0; k < f->pts.n; k++)
+        if (f->pts.col[k] < f->nsrc) dp[f->pts.row[k]] += f->pts.val[k] * f->s[f->pts.col[k]];
+    for (int k = 0; k < f->fts.n; k++)
+        if (f->fts.col[k] < f->nsrc) dF[f->fts.row[k]] += f->fts.val[k] * f->s[f->fts.col[k]];
+    return 0;
+}
 
 const emn_expr *emn_form_xnode(const emn_form *f, int node)
 {

@@ -145,6 +145,9 @@ int emn_form_count(const emn_circuit *c, emn_form_kind kind, int *ne, int *nm);
 
 /* Evaluate the sources at time t (values and integrals). */
 void emn_form_set_time(emn_form *f, double t);
+/* Sources at their DC values times `scale`, integrals zero (t = 0): the
+ * operating point's sources, stepped up from zero when needed. */
+void emn_form_set_dc(emn_form *f, double scale);
 
 /*
  * p = dL/dw and F = dL/dz + dP/dw - dD/dw at (z, w) and the time last set.
@@ -157,6 +160,19 @@ int emn_form_eval(emn_form *f, const double *z, const double *w, double *p, doub
 
 /* Fill f->J.Ax with the Newton matrix for leading coefficient a. */
 int emn_form_jacobian(emn_form *f, const double *z, const double *w, double a);
+
+/* The four derivative matrices dp/dz, dp/dw, dF/dz, dF/dw at (z, w), each
+ * a value array on J's pattern (any may be NULL).  Returns 0, or 1 if a
+ * value is not finite. */
+int emn_form_derivatives(emn_form *f, const double *z, const double *w, double *Pz, double *Pw,
+                         double *Fz, double *Fw);
+
+/* Rates of p and F along the motion at fixed velocities: with every slot's
+ * value moving at its rate u (coordinates at w, source integrals at the
+ * source values), dp = sum dp/dv u and dF = sum dF/dv u.  A steady state
+ * needs dF = 0, and its momenta change at dp.  With slot_dp (size
+ * slots.n, may be NULL) the momentum rate of each slot is also returned. */
+int emn_form_rates(emn_form *f, const double *z, const double *w, double *dp, double *dF, double *slot_dp);
 
 /* True if every term is linear: the Newton matrix depends on a only. */
 bool emn_form_is_linear(const emn_form *f);

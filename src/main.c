@@ -174,10 +174,9 @@ int main(int argc, char **argv)
         if (status != EMN_EXIT_OK || !a.tran) goto out;
     }
     if (run_op) {
-        emn_diag_error(&d, EMN_NOLOC, "the operating point analysis (.op, -op) is not implemented in this "
-                       "version");
-        status = EMN_EXIT_FAILED;
-        goto out;
+        status = emn_sim_op(c, form, &d, stdout, NULL);
+        printed = emn_diag_print(&d, stderr, printed, true);
+        if (status != EMN_EXIT_OK) goto out;
     }
     if (run_tran) {
         if (!c->has_tran) {
@@ -185,9 +184,6 @@ int main(int argc, char **argv)
             status = EMN_EXIT_INVALID;
             goto out;
         }
-        if (!c->uic)
-            emn_diag_warning(&d, c->tran_loc, "the operating point is not implemented yet: the transient "
-                             "starts as with 'uic' (from rest, with IC= and .ic applied)");
         printed = emn_diag_print(&d, stderr, printed, true);
         emn_sim_opts o = {0};
         o.form = form;

@@ -17,6 +17,7 @@
  */
 #include "config.h"
 #include "sim.h"
+#include "op.h"
 #include "output.h"
 #include "util.h"
 #include "wave.h"
@@ -518,17 +519,20 @@ static double ic_of_node_cap(const emn_circuit *c, int e, bool *has)
  * least squares, which is exact whenever the ICs are consistent with the
  * formulation's conservation laws.
  */
-static int initial_state(sim *S, double *z0, double *p0, emn_diag *d)
+static int initial_state(sim *S, const double *zop, const double *wop, double *z0, double *p0, emn_diag *d)
 {
     const emn_circuit *c = S->c;
     emn_form *f = S->f;
     int n = f->n, ns = f->slots.n;
     double *u0 = emn_xcalloc((size_t)ns + 1, sizeof(double));
     double *v0 = emn_xcalloc((size_t)ns + 1, sizeof(double));
-    memset(z0, 0, (size_t)n * sizeof(double));
+    if (zop) memcpy(z0, zop, (size_t)n * sizeof(double));
+    else memset(z0, 0, (size_t)n * sizeof(double));
     memset(p0, 0, (size_t)n * sizeof(double));
     int status = 0;
-    emn_form_set_time(f, 0);
+    /* the operating point is a state under the DC source values */
+    if (zop) emn_form_set_dc(f, 1);
+    else emn_form_set_time(f, 0);
     /* mechanical */
     for (int k = 0; k < c->ics.n; k++) {
         const emn_ic *ic = &c->ics.v[k];
@@ -555,9 +559,14 @@ static int initial_state(sim *S, double *z0, double *p0, emn_diag *d)
             bool has;
             double v = ic_of_node_cap(c, e, &has);
             EMN_PUSH(rows, f->elem_branch_slot[e]);
-            EMN_PUSH(target, has ? elem_value(S, el) * v : 0);
+            EMN_PUSH(target, has ? elem_value(S, el) * v : zop ? emn_form_slot_value(f, f->elem_branch_slot[e], zop) : 0);
             any |= has;
         } else if (!S->charge && el->kind == EMN_L) {
+            if (zop && !el->has_ic) {       /* keeps its operating-point flux */
+                EMN_PUSH(rows, f->elem_branch_slot[e]);
+                EMN_PUSH(target, emn_form_slot_value(f, f->elem_branch_slot[e], zop));
+                continue;
+            }
             double lam = el->has_ic ? elem_value(S, el) * el->ic : 0;
             for (int k = 0; k < c->elems.n; k++) {     /* mutual flux */
                 const emn_elem *ke = &c->elems.v[k];
@@ -570,7 +579,7 @@ static int initial_state(sim *S, double *z0, double *p0, emn_diag *d)
             lam -= xrate_value(&S->bmech[e], S->nx);
             EMN_PUSH(rows, f->elem_branch_slot[e]);
             EMN_PUSH(target, lam);
-            any |= el->has_ic || lam != 0;
+            any |= el->has_ic || (!zop && lam != 0);
         }
     }
     if (any && f->ne > 0) {
@@ -629,10 +638,14 @@ static int initial_state(sim *S, double *z0, double *p0, emn_diag *d)
     /* slot values at z0 and the rates the ICs give */
     for (int sl = 0; sl < ns; sl++) {
         v0[sl] = emn_form_slot_value(f, sl, z0);
-        const emn_lmap *m = &f->slots.v[sl];
-        double u = 0;
-        for (int q = 0; q < m->nd; q++) u += m->d[q] * f->s[m->di[q]];
-        u0[sl] = u;
+        if (wop) {
+            u0[sl] = emn_form_slot_rate(f, sl, wop);
+        } else {                        /* from rest: only the sources move */
+            const emn_lmap *m = &f->slots.v[sl];
+            double u = 0;
+            for (int q = 0; q < m->nd; q++) u += m->d[q] * f->s[m->di[q]];
+            u0[sl] = u;
+        }
     }
     for (int k = 0; k < c->ics.n; k++) {
         const emn_ic *ic = &c->ics.v[k];
@@ -687,6 +700,123 @@ static int initial_state(sim *S, double *z0, double *p0, emn_diag *d)
     free(u0);
     free(v0);
     return status;
+}
+
+/* ------------------------------------------------------ operating point */
+
+/* Solve for the steady state from the initial guess in (z, w); records an
+ * error naming the coordinate when there is none. */
+static int op_state(sim *S, double *z, double *w, emn_diag *d)
+{
+    emn_form *f = S->f;
+    char msg[256];
+    int bad = -1;
+    if (emn_op_solve(f, S->c->opt.reltol, z, w, &bad, msg, sizeof msg, NULL) == 0) return 0;
+    if (bad >= 0 && bad < f->n) {
+        const char *el = NULL;
+        emn_form_set_dc(f, 1);
+        const emn_coord *co = &f->coord[bad];
+        (void)el;
+        emn_diag_error(d, EMN_NOLOC, "operating point (%s formulation): %s; coordinate %s does not settle",
+                       f->kind == EMN_FORM_CHARGE ? "charge" : "flux", msg, co->name);
+    } else {
+        emn_diag_error(d, EMN_NOLOC, "operating point (%s formulation): %s",
+                       f->kind == EMN_FORM_CHARGE ? "charge" : "flux", msg);
+    }
+    return -1;
+}
+
+/* The quantities .op prints: v(n) of every node, x(m) of every mechanical
+ * node, i(E) of every electrical element, f(E) of every mechanical element
+ * that exerts a force. */
+static void op_signals(emn_arena *ar, const emn_circuit *c, sigvec *out)
+{
+    for (int v = 1; v < c->nodes.n; v++) {
+        char *t = emn_xasprintf("v(%s)", c->nodes.v[v].name);
+        EMN_PUSH(*out, ((emn_signal){EMN_SIG_V, {v, 0}, -1, 0, emn_arena_strdup(ar, t), EMN_NOLOC}));
+        free(t);
+    }
+    for (int v = 1; v < c->nodes.n; v++) {
+        if (c->nodes.v[v].dom != EMN_DOM_MECH) continue;
+        char *t = emn_xasprintf("x(%s)", c->nodes.v[v].name);
+        EMN_PUSH(*out, ((emn_signal){EMN_SIG_X, {v, 0}, -1, 0, emn_arena_strdup(ar, t), EMN_NOLOC}));
+        free(t);
+    }
+    for (int e = 0; e < c->elems.n; e++) {
+        emn_kind k = c->elems.v[e].kind;
+        bool elec = k == EMN_R || k == EMN_C || k == EMN_L || k == EMN_V || k == EMN_I || k == EMN_T;
+        if (!elec) continue;
+        char *t = emn_xasprintf("i(%s)", c->elems.v[e].name);
+        EMN_PUSH(*out, ((emn_signal){EMN_SIG_I, {0, 0}, e, 0, emn_arena_strdup(ar, t), EMN_NOLOC}));
+        free(t);
+    }
+    for (int e = 0; e < c->elems.n; e++) {
+        emn_kind k = c->elems.v[e].kind;
+        if (k != EMN_S && k != EMN_D && k != EMN_F && k != EMN_T) continue;
+        char *t = emn_xasprintf("f(%s)", c->elems.v[e].name);
+        EMN_PUSH(*out, ((emn_signal){EMN_SIG_F, {0, 0}, e, 0, emn_arena_strdup(ar, t), EMN_NOLOC}));
+        free(t);
+    }
+}
+
+int emn_sim_op(const emn_circuit *c, emn_form_kind kind, emn_diag *d, FILE *out, emn_op_result *res)
+{
+    emn_form *f = emn_form_build(c, kind, d);
+    if (!f) return EMN_EXIT_INVALID;
+    sim S;
+    sim_init(&S, c, f, false, false);
+    /* the op's own signal list */
+    sigvec sg = {0};
+    op_signals(S.ar, c, &sg);
+    free(S.sig); free(S.names); free(S.units); free(S.fexpr);
+    for (int i = 0; i < 3; i++) free(S.val[i]);
+    S.nsig = sg.n;
+    S.sig = sg.v;
+    S.names = emn_xcalloc((size_t)S.nsig + 1, sizeof(char *));
+    S.units = emn_xcalloc((size_t)S.nsig + 1, sizeof(emn_unit));
+    S.fexpr = emn_xcalloc((size_t)S.nsig + 1, sizeof(emn_expr *));
+    for (int i = 0; i < 3; i++) S.val[i] = emn_xcalloc((size_t)S.nsig + 1, sizeof(double));
+    S.need_dual = true;
+    for (int k = 0; k < S.nsig; k++) S.names[k] = (char *)S.sig[k].text;
+    int n = f->n, status = EMN_EXIT_OK;
+    double *z = emn_xcalloc((size_t)n + 1, sizeof(double)), *w = emn_xcalloc((size_t)n + 1, sizeof(double));
+    double *p0 = emn_xcalloc((size_t)n + 1, sizeof(double));
+    if (initial_state(&S, NULL, NULL, z, p0, d) < 0) status = EMN_EXIT_INVALID;
+    else if (op_state(&S, z, w, d) < 0) status = EMN_EXIT_FAILED;
+    else {
+        emn_form_set_dc(f, 1);
+        double *dp = emn_xcalloc((size_t)n + 1, sizeof(double)), *dF = emn_xcalloc((size_t)n + 1, sizeof(double));
+        branch_duals(&S, z, w);
+        emn_form_rates(f, z, w, dp, dF, S.pidot);
+        compute_signals(&S, z, w, S.val[0]);
+        for (int k = 0; k < S.nsig; k++)
+            if (out) fprintf(out, "%s %.9e\n", S.names[k], S.val[0][k]);
+        if (res) {
+            res->nsig = S.nsig;
+            res->names = emn_xcalloc((size_t)S.nsig + 1, sizeof(char *));
+            res->values = emn_xcalloc((size_t)S.nsig + 1, sizeof(double));
+            for (int k = 0; k < S.nsig; k++) {
+                res->names[k] = emn_xstrdup(S.names[k]);
+                res->values[k] = S.val[0][k];
+            }
+        }
+        free(dp);
+        free(dF);
+    }
+    free(z);
+    free(w);
+    free(p0);
+    sim_free(&S);
+    emn_form_free(&f);
+    return status;
+}
+
+void emn_op_result_free(emn_op_result *r)
+{
+    for (int k = 0; k < r->nsig; k++) free(r->names[k]);
+    free(r->names);
+    free(r->values);
+    memset(r, 0, sizeof *r);
 }
 
 /* ------------------------------------------------------------ the run */
@@ -849,10 +979,25 @@ int emn_sim_tran(const emn_circuit *c, const emn_sim_opts *o, emn_diag *d, bool 
     double *p0 = emn_xcalloc((size_t)f->n + 1, sizeof(double));
     double *buf = emn_xcalloc((size_t)S.nsig + 1, sizeof(double));
     double *pi0 = NULL, *Fs0 = NULL;
-    if (initial_state(&S, z0, p0, d) < 0) {
+    double *zop = NULL, *wop = NULL;
+    if (!c->uic) {
+        zop = emn_xcalloc((size_t)f->n + 1, sizeof(double));
+        wop = emn_xcalloc((size_t)f->n + 1, sizeof(double));
+        if (initial_state(&S, NULL, NULL, zop, p0, d) < 0 || op_state(&S, zop, wop, d) < 0) {
+            free(zop);
+            free(wop);
+            status = EMN_EXIT_FAILED;
+            goto done;
+        }
+    }
+    int ist = initial_state(&S, zop, wop, z0, p0, d);
+    free(zop);
+    free(wop);
+    if (ist < 0) {
         status = EMN_EXIT_INVALID;
         goto done;
     }
+    emn_form_set_time(f, 0);
     if (W.np) {
         const char *err = NULL;
         W.table = emn_out_open(EMN_OUT_TABLE, NULL, stdout, c->title, W.np, (const char *const *)S.names,
