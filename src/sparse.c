@@ -251,6 +251,15 @@ int emn_lu_factor(emn_lu *lu, const emn_sparse *A, int *bad_col)
 {
     assert(A->Ap && "emn_lu_factor before emn_sparse_finalize");
     if (bad_col) *bad_col = -1;
+    if (A->n == 0) {
+        /* nothing to factor (a circuit with no unknowns); KLU rejects n = 0 */
+        klu_free_numeric(&lu->num, &lu->common);
+        klu_free_symbolic(&lu->sym, &lu->common);
+        lu->n = 0;
+        lu->rcond = 1;
+        lu->valid = true;
+        return 0;
+    }
     if (!same_pattern(lu, A)) analyze(lu, A);
     size_t bytes = (size_t)A->nnz * sizeof *A->Ax;
     if (lu->valid && memcmp(lu->Ax, A->Ax, bytes) == 0) return 0;
@@ -282,6 +291,7 @@ int emn_lu_solve(emn_lu *lu, double *b)
 {
     if (!lu->valid) return -1;
     lu->stats.solves++;
+    if (lu->n == 0) return 0;
     return klu_solve(lu->sym, lu->num, lu->n, 1, b, &lu->common) ? 0 : -1;
 }
 

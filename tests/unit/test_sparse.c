@@ -346,8 +346,24 @@ static void test_large_build(void)
     emn_sparse_free(&A);
 }
 
+/* A circuit can end up with no unknowns at all. */
+static void test_empty(void)
+{
+    emn_sparse A;
+    emn_sparse_init(&A, 0);
+    emn_sparse_finalize(&A);
+    emn_lu *lu = emn_lu_new();
+    int bad = 3;
+    double b[1] = {42};
+    int rc = emn_lu_factor(lu, &A, &bad);
+    ok(rc == 0 && bad == -1 && emn_lu_solve(lu, b) == 0 && b[0] == 42, "empty: 0 x 0 factors and solves");
+    emn_lu_free(&lu);
+    emn_sparse_free(&A);
+}
+
 int main(void)
 {
+    test_empty();
     test_pattern();
     test_random_solve();
     test_refactor_path();
