@@ -1291,6 +1291,33 @@ int emn_form_jacobian(emn_form *f, const double *z, const double *w, double a)
 
 bool emn_form_is_linear(const emn_form *f) { return f->nnonlinear == 0; }
 
+int emn_form_check_values(emn_form *f, const double *z, double *value)
+{
+    const emn_circuit *c = f->c;
+    int nn = c->nodes.n;
+    double *nx = NULL;
+    for (int e = 0; e < c->elems.n; e++) {
+        const emn_elem *el = &c->elems.v[e];
+        if (!el->vexpr || (el->kind != EMN_C && el->kind != EMN_L)) continue;
+        if (!nx) {      /* displacements of free nodes, by node variable */
+            nx = emn_xcalloc((size_t)nn + 1, sizeof(double));
+            for (int v = 1; v < nn; v++)
+                if (f->node_coord[v] >= 0 && f->coord[f->node_coord[v]].kind == EMN_COORD_MECH)
+                    nx[v] = z[f->node_coord[v]];
+            for (int v = 1; v < nn; v++)
+                if (c->nodes.v[v].jdef >= 0) nx[v] = emn_expr_eval(emn_form_xnode(f, v), nx);
+        }
+        double v = emn_expr_eval(el->vexpr, nx);
+        if (!(v > 0) || !isfinite(v)) {
+            if (value) *value = v;
+            free(nx);
+            return e;
+        }
+    }
+    free(nx);
+    return -1;
+}
+
 int emn_form_derivatives(emn_form *f, const double *z, const double *w, double *Pz, double *Pw,
                          double *Fz, double *Fw)
 {

@@ -174,6 +174,10 @@ int emn_form_derivatives(emn_form *f, const double *z, const double *w, double *
  * slots.n, may be NULL) the momentum rate of each slot is also returned. */
 int emn_form_rates(emn_form *f, const double *z, const double *w, double *dp, double *dF, double *slot_dp);
 
+/* Check that every C(x) and L(x) is positive and finite at z.  Returns the
+ * element index of the first that is not (its value in *value), or -1. */
+int emn_form_check_values(emn_form *f, const double *z, double *value);
+
 /* True if every term is linear: the Newton matrix depends on a only. */
 bool emn_form_is_linear(const emn_form *f);
 

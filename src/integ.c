@@ -68,9 +68,15 @@ void emn_integ_free(emn_integ **pit)
 
 double emn_integ_next_break(const emn_form *f, double t)
 {
+    /* Breakpoints of different sources that coincide in exact arithmetic
+     * differ in their last bits (td + k per + tr ...): anything within a
+     * relative 1e-12 of t counts as t itself. */
+    double eps = 1e-12 * fabs(t) + 1e-300;
     double bp = INFINITY;
     for (int s = 0; s < f->nsrc; s++) {
-        double b = emn_wave_next_break(&f->c->elems.v[f->src_elem[s]].src, t);
+        const emn_source *src = &f->c->elems.v[f->src_elem[s]].src;
+        double b = emn_wave_next_break(src, t);
+        while (b <= t + eps) b = emn_wave_next_break(src, b);
         if (b < bp) bp = b;
     }
     return bp;
@@ -80,19 +86,21 @@ double emn_integ_next_break(const emn_form *f, double t)
 
 /* Tolerances of z_j and p_j, by what the coordinate is: *ay applies to the
  * value, *ad to its derivative (times h), *ry says whether the value's own
- * magnitude counts.  Electrical coordinates use SPICE's abstol, vntol and
- * chgtol.  A mechanical displacement has no natural origin (shifting it
- * changes nothing physical, and a motor's angle grows without bound), so
- * its error is measured against the motion per step, h |velocity|, and
- * against a thousandth of the largest velocity and force seen so far. */
+ * magnitude counts.  No coordinate has a natural origin: a node's flux
+ * linkage and a loop's charge grow like V t and I t under DC, a motor's
+ * angle without bound, and shifting any of them changes nothing physical.
+ * So a coordinate's error is measured against its motion per step,
+ * h |velocity|, with SPICE's abstol, vntol and chgtol for electrical
+ * coordinates and a thousandth of the largest velocity seen so far for
+ * mechanical ones.  Momenta (flux linkages of loops, charges of nodes,
+ * mechanical momenta) do have a meaningful size. */
 static void z_abstol(const emn_integ *it, int j, double *ay, double *ad, bool *ry)
 {
-    *ry = true;
+    *ry = false;
     switch (it->f->coord[j].kind) {
     case EMN_COORD_LOOP: *ay = it->o.chgtol; *ad = it->o.abstol; break;   /* C, A */
     case EMN_COORD_NODE: *ay = 0; *ad = it->o.vntol; break;               /* V s, V */
     default:
-        *ry = false;
         *ay = 1e-30;
         *ad = 1e-3 * it->o.reltol * it->peak[2 * it->n + j] + 1e-30;
         break;
@@ -187,6 +195,15 @@ static int newton(emn_integ *it, double tnew, double a, const double *hz, const 
             if (fabs(it->r[j]) > tol) res_ok = false;
         }
         if (iter > 0 && res_ok && (dw_ok || linear)) return 0;
+        if (getenv("EMN_DEBUG_STEPS") && iter > 0) {
+            int jw = 0; double rw = 0;
+            for (int j = 0; j < n; j++) {
+                double tol = it->o.reltol * (fabs(a * p[j]) + fabs(hp[j]) + fabs(it->scale[j])) + it->o.abstol;
+                if (fabs(it->r[j]) / tol > rw) { rw = fabs(it->r[j]) / tol; jw = j; }
+            }
+            fprintf(stderr, "newton t=%g iter=%d worst r/tol=%g at %d r=%g ap=%g hp=%g scale=%g rcond=%g\n", tnew, iter, rw, jw,
+                    it->r[jw], a * p[jw], hp[jw], it->scale[jw], emn_lu_rcond(it->lu));
+        }
         if (iter == it->o.itl4) break;
         it->st.newton++;
         if (!linear || !it->lu_valid || it->lu_a != a) {
@@ -355,7 +372,7 @@ int emn_integ_step(emn_integ *it, double tlimit)
     int order = it->restart || it->npast < 1 || it->o.maxord < 2 ? 1 : 2;
     double h;
     if (it->npast == 0)         /* the very first step: short, let the error control grow it */
-        h = fmin(it->o.hmax, fmin(it->next_bp, tlimit) - t) * 1e-6;
+        h = fmin(it->o.hmax, fmin(it->next_bp, tlimit) - t) * 1e-4;
     else
         h = it->hnext;
     h = fmin(h, it->o.hmax);
@@ -395,6 +412,7 @@ int emn_integ_step(emn_integ *it, double tlimit)
          * accept it, as SPICE does, and let the error control take over. */
         double err = it->npast == 0 ? 0.1 : lte_ratio(it, &s, h, &worst);
         if (err > 1) {
+            if (getenv("EMN_DEBUG_STEPS")) fprintf(stderr, "reject t=%g h=%g order=%d err=%g worst=%d target=%g\n", t + h, h, s.order, err, worst, target);
             it->st.rejected++;
             it->st.lte_rejects++;
             h *= fmax(0.1, 0.9 * pow(err, -1.0 / (s.order + 1)));

@@ -156,9 +156,9 @@ static double xtol(const emn_form *f, int j, bool vel, double reltol, double x)
 {
     double a;
     switch (f->coord[j].kind) {
-    case EMN_COORD_LOOP: a = vel ? 1e-12 : 1e-16; break;
-    case EMN_COORD_NODE: a = vel ? 1e-9 : 1e-18; break;
-    default: a = 1e-30; break;
+    case EMN_COORD_LOOP: a = vel ? 1e-12 : 1e-16; break;   /* A, C */
+    case EMN_COORD_NODE: a = vel ? 1e-9 : 1e-18; break;    /* V, V s */
+    default: a = vel ? 1e-20 : 1e-30; break;               /* at rest: roundoff of a velocity */
     }
     return reltol * fabs(x) + a;
 }
@@ -182,6 +182,10 @@ static int newton(opsys *o, double reltol, double *z, double *w, int maxit, int 
         for (int k = 0; k < 2 * n; k++) dx[k] = -o->R[k];
         emn_lu_solve(o->lu, dx);
         st->iterations++;
+        if (getenv("EMN_DEBUG_OP")) {
+            double rm = 0; for (int k = 0; k < 2 * n; k++) rm = fmax(rm, fabs(o->R[k]));
+            fprintf(stderr, "op it %d |R|=%g z0=%g w0=%g dz=%g %g\n", it, rm, z[0], w[0], dx[0], n > 1 ? dx[1] : 0);
+        }
         bool small = true;
         for (int j = 0; j < n; j++) {
             if (!isfinite(dx[j]) || !isfinite(dx[n + j])) { small = false; it = maxit; break; }
@@ -192,7 +196,9 @@ static int newton(opsys *o, double reltol, double *z, double *w, int maxit, int 
             w[j] = wn;
         }
         if (small) {
-            ok = residual(o, z, w) == 0;
+            /* a state with a capacitance or inductance that is not
+             * positive (plates through each other) is no steady state */
+            ok = residual(o, z, w) == 0 && emn_form_check_values(o->f, z, NULL) < 0;
             break;
         }
     }
@@ -207,6 +213,42 @@ static int newton(opsys *o, double reltol, double *z, double *w, int maxit, int 
     }
     free(dx);
     return ok ? it + 1 : -1;
+}
+
+/* At the last steady state before the sources could be raised no
+ * further, the Newton matrix is nearly singular; its near-null vector is
+ * the motion by which the equilibrium disappears (a MEMS plate snapping
+ * in).  Name the coordinate that moves most in it, relative to its value. */
+static int vanishing_coordinate(opsys *o, const double *z, const double *w)
+{
+    int n = o->n, col = -1;
+    if (residual(o, z, w) || matrix(o, z, w, &col)) return -1;
+    double *v = emn_xmalloc(2 * ((size_t)n + 1) * sizeof(double));
+    for (int k = 0; k < 2 * n; k++) v[k] = 1;
+    for (int it = 0; it < 4; it++) {
+        emn_lu_solve(o->lu, v);
+        double big = 0;
+        for (int k = 0; k < 2 * n; k++) big = fmax(big, fabs(v[k]));
+        if (!(big > 0) || !isfinite(big)) break;
+        for (int k = 0; k < 2 * n; k++) v[k] /= big;
+    }
+    /* coordinates no force depends on (a node's flux behind a capacitor)
+     * have no value to lose: skip them */
+    bool *held = emn_xcalloc((size_t)n + 1, sizeof(bool));
+    const emn_sparse *J = &o->f->J;
+    for (int col2 = 0; col2 < n; col2++)
+        for (int k = J->Ap[col2]; k < J->Ap[col2 + 1]; k++)
+            if (o->Fz[k] != 0) held[col2] = true;
+    int best = -1;
+    double bv = -1;
+    for (int j = 0; j < n; j++) {
+        if (!held[j]) continue;
+        double r = fabs(v[j]) / (fabs(z[j]) + 1e-300);
+        if (isfinite(r) && r > bv) { bv = r; best = j; }
+    }
+    free(v);
+    free(held);
+    return best;
 }
 
 int emn_op_solve(emn_form *f, double reltol, double *z, double *w, int *bad, char *msg, int msglen,
@@ -251,6 +293,9 @@ int emn_op_solve(emn_form *f, double reltol, double *z, double *w, int *bad, cha
                     snprintf(msg, (size_t)msglen, "no steady state: Newton's method fails beyond %.4g%% of "
                              "the DC source values", 100 * lambda);
                     status = -1;
+                    emn_form_set_dc(f, lambda);
+                    int v = vanishing_coordinate(&o, z, w);
+                    if (v >= 0) badc = v;
                 }
             }
         }
