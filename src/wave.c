@@ -19,8 +19,10 @@
  *   EXP    V1 V2 TD1 TAU1 TD2 TAU2
  *   PWL    p[0] = segment index of the cached running integral,
  *          p[1] = antiderivative at t = 0; points stay in args.
- * Zero TR, TF, PW, PER, FREQ and TD2 mean "default", as in ngspice, whose
- * results the tests compare against.
+ * Zero TR, TF, PW, PER, FREQ and TD2 mean "default", as in ngspice, so a
+ * netlist means the same in both; a zero TAU in EXP is an error instead,
+ * and the functions are right-continuous at their jumps (ngspice takes
+ * whichever side its formula happens to give at the exact instant).
  */
 #include "config.h"
 #include "wave.h"
