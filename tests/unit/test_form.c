@@ -51,6 +51,16 @@ static int has_error(const char *text)
     return 0;
 }
 
+/* A check that a known engine bug makes fail: TAP "# TODO", which the
+ * harness reports as an expected failure, and not counted in the exit
+ * status (tap_done() would count it). */
+static int ok_todo(int cond, const char *todo, const char *name)
+{
+    int r = todo ? ok(cond, "%s # TODO %s", name, todo) : ok(cond, "%s", name);
+    if (!cond && todo) tap_failed--;
+    return r;
+}
+
 /* ------------------------------------------------------ random states */
 
 /* xorshift64*: the same states on every run and every platform. */
@@ -757,7 +767,7 @@ static void run_isolated(const fcase *fc)
     int fd[2];
     fflush(stdout);
     if (pipe(fd) < 0) {
-        ok(0, "%s %s: against the hand Lagrangian # TODO %s", fc->label, fname, fc->todo);
+        ok_todo(0, fc->todo, "could not run apart");
         return;
     }
     pid_t pid = fork();
@@ -783,7 +793,9 @@ static void run_isolated(const fcase *fc)
     int st = 0;
     if (pid < 0 || waitpid(pid, &st, 0) < 0) st = -1;
     bool pass = pid > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0;
-    ok(pass, "%s %s: against the hand Lagrangian # TODO %s", fc->label, fname, fc->todo);
+    char name[256];
+    snprintf(name, sizeof name, "%s %s: against the hand Lagrangian", fc->label, fname);
+    ok_todo(pass, fc->todo, name);
     if (pass) {
         emn_buf_free(&out);
         return;
@@ -851,8 +863,9 @@ static void run_bad(const bad_case *bc)
         int before = d.nerrors;
         emn_form *f = emn_form_build(c, kind, &d);
         ok(f == NULL && d.nerrors > before, "%s (%s): refused", bc->label, fname);
-        if (!ok(has_error(bc->msg), "%s (%s): the message names the elements%s%s", bc->label, fname,
-                bc->todo ? " # TODO " : "", bc->todo ? bc->todo : "")) {
+        char name[256];
+        snprintf(name, sizeof name, "%s (%s): the message names the elements", bc->label, fname);
+        if (!ok_todo(has_error(bc->msg), bc->todo, name)) {
             printf("# want: %s\n", bc->msg);
             show_msgs();
         }
