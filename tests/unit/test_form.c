@@ -552,6 +552,80 @@ static void coilj_flux(hand *h, double *L, double *D, double *P)
     coilj_mech(h, L, D, P);
 }
 
+/* Three coils in a chain of couplings, K2 moving with x(r), and the third
+ * coil hanging from the source's node, so that its flux in the flux
+ * formulation carries the source's integral.  Charge: the tree takes V1,
+ * L1, R2 and R3; R1 closes the loop R1, L1, V1 backwards; L2 the loop
+ * L2, R2 backwards; L3 (1->4) the loop L3, R3, V1 backwards.  So
+ * i(V1) = -(q1' + q3'), i(R2) = -q2', i(R3) = q3'. */
+static const char net_k3[] =
+    "k3\n"
+    "V1 1 0 SIN(0.1 1 0.3)\n"
+    "R1 1 2 0.7\n"
+    "L1 2 0 1.2\n"
+    "L2 3 0 0.9\n"
+    "R2 3 0 1.6\n"
+    "L3 1 4 1.5\n"
+    "R3 4 0 0.8\n"
+    "K1 L1 L2 0.45\n"
+    "K2 L2 L3 '0.3+0.2*x(r)'\n"
+    "M1 r 0.6\n"
+    "S1 r 0 1.4\n";
+
+/* The inductance matrix of k3 at x. */
+static void k3_lmat(double x, double m[3][3])
+{
+    double l[3] = {1.2, 0.9, 1.5};
+    memset(m, 0, 9 * sizeof(double));
+    for (int i = 0; i < 3; i++) m[i][i] = l[i];
+    m[0][1] = m[1][0] = 0.45 * sqrt(l[0] * l[1]);
+    m[1][2] = m[2][1] = (0.3 + 0.2 * x) * sqrt(l[1] * l[2]);
+}
+
+static double det3(double m[3][3])
+{
+    return m[0][0] * (m[1][1] * m[2][2] - m[1][2] * m[2][1]) - m[0][1] * (m[1][0] * m[2][2] - m[1][2] * m[2][0])
+         + m[0][2] * (m[1][0] * m[2][1] - m[1][1] * m[2][0]);
+}
+
+static void k3_mech(hand *h, double *L)
+{
+    double x = Z(h, "x(r)"), u = W(h, "x(r)");
+    *L += 0.6 * u * u / 2 - 1.4 * x * x / 2;
+}
+
+static void k3_charge(hand *h, double *L, double *D, double *P)
+{
+    double m[3][3], i[3] = {W(h, "loop r1"), W(h, "loop l2"), W(h, "loop l3")};
+    k3_lmat(Z(h, "x(r)"), m);
+    *L = 0;
+    for (int a = 0; a < 3; a++)
+        for (int b = 0; b < 3; b++) *L += m[a][b] * i[a] * i[b] / 2;
+    *D = 0.7 * i[0] * i[0] / 2 + 1.6 * i[1] * i[1] / 2 + 0.8 * i[2] * i[2] / 2;
+    *P = sin_src(0.1, 1, 0.3, h->t) * (i[0] + i[2]);
+    k3_mech(h, L);
+}
+
+/* W_m = lam' Lmat^-1 lam / 2, with Lmat^-1 lam by Cramer's rule. */
+static void k3_flux(hand *h, double *L, double *D, double *P)
+{
+    double m[3][3], y[3];
+    double lam[3] = {Z(h, "lambda(2)"), Z(h, "lambda(3)"), sin_int(0.1, 1, 0.3, h->t) - Z(h, "lambda(4)")};
+    k3_lmat(Z(h, "x(r)"), m);
+    double det = det3(m);
+    for (int k = 0; k < 3; k++) {
+        double mk[3][3];
+        memcpy(mk, m, sizeof mk);
+        for (int r = 0; r < 3; r++) mk[r][k] = lam[r];
+        y[k] = det3(mk) / det;
+    }
+    double E = sin_src(0.1, 1, 0.3, h->t), e2 = W(h, "lambda(2)"), e3 = W(h, "lambda(3)"), e4 = W(h, "lambda(4)");
+    *L = -(lam[0] * y[0] + lam[1] * y[1] + lam[2] * y[2]) / 2;
+    *D = sq(E - e2) / (2 * 0.7) + e3 * e3 / (2 * 1.6) + e4 * e4 / (2 * 0.8);
+    *P = 0;
+    k3_mech(h, L);
+}
+
 /* --------------------------------------------------------------- driver */
 
 typedef struct fcase {
@@ -642,6 +716,10 @@ static void run_case(const fcase *fc)
         printf("# got %d (%d electrical, %d mechanical)\n", f->n, f->ne, f->nm);
     int cne = -1, cnm = -1, cn = emn_form_count(c, fc->kind, &cne, &cnm);
     ok(cn == fc->n && cne == fc->ne && cnm == fc->nm, "%s %s: emn_form_count agrees", fc->label, fname);
+    int order_ok = 1;
+    for (int j = 0; j < f->n; j++)
+        if ((f->coord[j].kind == EMN_COORD_MECH) != (j >= f->ne)) order_ok = 0;
+    ok(order_ok, "%s %s: electrical coordinates first, then mechanical", fc->label, fname);
     ok(emn_form_is_linear(f) == fc->linear, "%s %s: %s", fc->label, fname,
        fc->linear ? "linear (constant Newton matrix)" : "nonlinear");
 
@@ -753,6 +831,8 @@ static const fcase cases[] = {
     {"spk", net_spk, EMN_FORM_FLUX, 3, 1, 2, true, spk_flux, NULL},
     {"coilj", net_coilj, EMN_FORM_CHARGE, 2, 1, 1, false, coilj_charge, NULL},
     {"coilj", net_coilj, EMN_FORM_FLUX, 2, 1, 1, false, coilj_flux, NULL},
+    {"k3", net_k3, EMN_FORM_CHARGE, 4, 3, 1, false, k3_charge, NULL},
+    {"k3", net_k3, EMN_FORM_FLUX, 4, 3, 1, false, k3_flux, NULL},
     {"j2c", net_j2c, EMN_FORM_CHARGE, 2, 1, 1, false, j2c_charge,
      "C(x) of a linkage-defined node is read as a coordinate of its own (slot on coordinate -1)"},
     {"j2c", net_j2c, EMN_FORM_FLUX, 2, 1, 1, false, j2c_flux,
