@@ -4,10 +4,10 @@
  *
  * Every circuit below carries its own L(z, w, t), D and P, written in this
  * file from the element table of spec formulations section 2 in the
- * coordinates the spec says emnet must choose (the loop a given link
- * closes, the flux of a given node, the displacement of a given mechanical
- * node); the hand functions look coordinates up by what they are, never by
- * position.  Those functions are the independent reference: the test
+ * coordinates of spec section 1 (loops closed by the links of the
+ * breadth-first tree from ground, node fluxes, free displacements); the
+ * hand functions look coordinates up by what they are (the loop a given
+ * link closes, the flux of a given node), never by position.  Those functions are the independent reference: the test
  * checks the coordinate counts, then at random states and times that the
  * evaluator's momenta p = dL/dw and forces F = dL/dz + dP/dw - dD/dw equal
  * central differences of the hand functions, and that the Newton matrix
@@ -17,7 +17,11 @@
  */
 #include "config.h"
 
+#if defined(__has_include)
+#if __has_include(<malloc.h>)
 #include <malloc.h>
+#endif
+#endif
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -756,13 +760,13 @@ static void run_case(const fcase *fc)
         }
         emn_form_set_time(f, t);
         if (emn_form_eval(f, z, w, p, F, NULL, NULL) != 0) bad_eval++;
-        fd_ctx fc_ = {fc, f, z, w, t, 0};
+        fd_ctx fx = {fc, f, z, w, t, 0};
         for (int j = 0; j < n; j++) {
-            fc_.which = 0;
-            double pw = fd_hand(&fc_, &w[j]);
-            double Fw = fd_hand(&fc_, &z[j]);
-            fc_.which = 1;
-            Fw += fd_hand(&fc_, &w[j]);
+            fx.which = 0;
+            double pw = fd_hand(&fx, &w[j]);
+            double Fw = fd_hand(&fx, &z[j]);
+            fx.which = 1;
+            Fw += fd_hand(&fx, &w[j]);
             double e = relerr(p[j], pw);
             if (e > worst_p) { worst_p = e; wp = j; wp_got = p[j]; wp_want = pw; }
             e = relerr(F[j], Fw);
