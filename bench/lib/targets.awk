@@ -1,0 +1,85 @@
+# Issue 8's targets, checked against the numbers of this run (bench/run's
+# results.tsv).  A target whose cases were not run says so; nothing is
+# judged from numbers measured elsewhere.
+function num(x) { return x ~ /^[0-9.]+([eE][-+]?[0-9]+)?$/ }
+function verdict(ok) { return ok ? "PASS" : "FAIL" }
+function say(ok, what, got) { printf "%-8s %-58s %s\n", ok == "" ? "NOT RUN" : verdict(ok), what, got }
+{
+	c = $1; row[c] = 1
+	es[c] = $3; ns[c] = $4; ek[c] = $5; nk[c] = $6
+	st[c] = $7; nw[c] = $9; un[c] = $2; ee[c] = $15; ne[c] = $16
+	if (num($3) && num($7) && $7 > 0) tps[c] = $3 / $7
+}
+function ratio_ok(c, want, what,    r) {
+	if (!(c in row) || !num(es[c]) || !num(ns[c])) { say("", what, "no ngspice time"); return }
+	r = ns[c] / (es[c] > 0 ? es[c] : 0.005)
+	say(r >= want, what, sprintf("%.1fx (%s s vs %s s)", r, es[c], ns[c]))
+}
+function err_ok(c, lim, what) {
+	if (!(c in row) || !num(ee[c])) { say("", what, "no error measured"); return }
+	say(ee[c] <= lim, what, sprintf("%s V", ee[c]))
+}
+function growth(fam, what,    lo, hi, s, c, p) {
+	lo = hi = ""
+	for (s = 3; s <= 6; s++) {
+		c = fam "-1e" s
+		if (!(c in tps) || !num(un[c])) continue
+		if (lo == "") lo = c
+		hi = c
+	}
+	if (lo == "" || lo == hi) { say("", what, "needs two sizes"); return }
+	p = log(tps[hi] / tps[lo]) / log(un[hi] / un[lo])
+	say(p <= 1.1, what, sprintf("N^%.2f from %s to %s unknowns (%.3g to %.3g s/step)", p, un[lo], un[hi], tps[lo], tps[hi]))
+}
+END {
+	print "Targets (issue 8), judged on this run only:"
+	ratio_ok("ibmpg1t", 100, "ibmpg1t at least 100x faster than ngspice")
+	err_ok("ibmpg1t", 1e-4, "ibmpg1t worst error at most 0.1 mV")
+	c = "ibmpg1t"
+	if ((c in row) && num(ek[c]) && num(nk[c]))
+		say(ek[c] <= nk[c] / 2, "ibmpg1t peak memory at most half of ngspice's", sprintf("%.0f MiB vs %.0f MiB", ek[c] / 1024, nk[c] / 1024))
+	else say("", "ibmpg1t peak memory at most half of ngspice's", "")
+	ratio_ok("ibmpg1", 10, "ibmpg1 DC at least 10x faster than ngspice")
+	err_ok("ibmpg1", 1e-4, "ibmpg1 DC within 0.1 mV of the solution")
+	growth("rc", "RC ladder time per step grows at most ~N^1.1")
+	growth("mesh", "RLC mesh time per step grows at most ~N^1.1")
+	for (f = 1; f <= 2; f++) {
+		c = (f == 1 ? "rc" : "mesh") "-1e5"
+		ratio_ok(c, 20, c " at least 20x faster than ngspice")
+		if ((c in row) && num(ee[c]) && num(ne[c]))
+			say(ee[c] + 0 <= ne[c] + 0, c " error no worse than ngspice's", sprintf("%s V vs %s V", ee[c], ne[c]))
+		else say("", c " error no worse than ngspice's", "")
+	}
+	c = "mesh-1e6"
+	if ((c in row) && num(ek[c]) && num(es[c]))
+		say(ek[c] < 8 * 1048576, "mesh-1e6 runs in under 8 GiB", sprintf("%.2f GiB, %s s", ek[c] / 1048576, es[c]))
+	else say("", "mesh-1e6 runs in under 8 GiB", (c in row) ? "run failed: " es[c] : "")
+	c = ""
+	for (k in row) if (k ~ /^small-/) c = k
+	if (c != "") ratio_ok(c, 1, c " steps faster than ngspice")
+	else say("", "small circuit, 10^6 steps, faster than ngspice", "")
+	n = 0
+	for (s = 1; s <= 4; s++) {
+		sz = s == 1 ? "10" : s == 2 ? "100" : "1e" s
+		a = "mems-" sz; b = "memslin-" sz
+		if ((a in tps) && (b in tps)) {
+			n++
+			if (es[a] < 0.1 || es[b] < 0.1) {
+				say("", "MEMS array N=" sz ": time/step within 3x of linear twin", \
+					sprintf("too short to time (%s s, %s s)", es[a], es[b]))
+				continue
+			}
+			say(tps[a] <= 3 * tps[b], "MEMS array N=" sz ": time/step within 3x of linear twin", \
+				sprintf("%.1fx (%.3g vs %.3g s/step)", tps[a] / tps[b], tps[a], tps[b]))
+		}
+	}
+	if (!n) say("", "MEMS array time/step within 3x of its linear twin", "")
+	worst = ""; n = 0
+	for (k in row) if (k ~ /^(mems|spk)-/ && num(nw[k]) && num(st[k]) && st[k] > 0) {
+		n++
+		r = nw[k] / st[k]
+		if (worst == "" || r > worst) { worst = r; wk = k }
+	}
+	if (n) say(worst <= 3, "electromechanical arrays: at most 3 Newton/step", sprintf("worst %.2f (%s)", worst, wk))
+	else say("", "electromechanical arrays: at most 3 Newton/step", "")
+}
