@@ -1,0 +1,98 @@
+#!/bin/sh
+# ngspice.sh: linear circuits through emnet and through ngspice.
+#
+# The netlists (RC, series RLC, an RLC ladder driven by PULSE and PWL
+# sources, two LC circuits coupled by K) use only SPICE syntax, so ngspice
+# runs the same element lines: the script drops the .print line, adds
+# tight tolerances and a .control block that linearizes ngspice's result
+# onto the .tran output grid and writes the printed signals with wrdata.
+# Both programs run at reltol 1e-6 and must agree within 1e-3 of each
+# signal's peak, on every output point, in both emnet formulations.
+# Skipped when ngspice is not installed.
+
+. "$(dirname "$0")/lib.sh"
+
+NETS="$TESTS_DIR/netlists/tran"
+# NET:signals ngspice can name (node voltages, inductor and source
+# currents); they are compared wherever emnet's .print has them
+CASES="rc:v(out)+i(v1) rlc:v(b)+i(l1)+v(a)+v(a,b) ladder_src:v(b)+v(d)+i(l1)+i(l2)+i(v1)+v(a,b)
+       lc_k:i(l1)+i(l2)+v(b)+v(a)+i(v1)"
+
+if ! command -v ngspice >/dev/null 2>&1; then
+    for case in $CASES; do
+        skip "${case%%:*}: emnet agrees with ngspice" "ngspice not installed"
+    done
+    done_testing
+    exit
+fi
+
+# ngspice_table NET SIGNAL...: runs NET.cir through ngspice, writes
+# $WORK/NET.ngspice as a table with header "time SIGNAL...".
+ngspice_table() {
+    local net=$1 sigs tstep tstop
+    shift
+    sigs="$*"
+    set -- $(awk 'tolower($1) == ".tran" { print $2, $3 }' "$NETS/$net.cir")
+    tstep=$1 tstop=$2
+    # ngspice's internal step is capped at tstep/20 so that linearize (linear
+    # interpolation onto the tstep grid) adds nothing near 1e-3
+    {
+        awk 'tolower($1) != ".print" && tolower($1) != ".end" && tolower($1) != ".tran"' "$NETS/$net.cir"
+        echo ".options reltol=1e-6 abstol=1e-15 vntol=1e-12 chgtol=1e-20 method=trap"
+        echo ".tran $tstep $tstop 0 {$tstep/20} uic"
+        echo ".control"
+        echo "run"
+        echo "linearize"
+        echo "set wr_singlescale"
+        echo "set wr_vecnames"
+        echo "set numdgt=12"
+        echo "wrdata $WORK/$net.wrdata $sigs"
+        echo ".endc"
+        echo ".end"
+    } >"$WORK/$net.sp"
+    (cd "$WORK" && ngspice -b "$net.sp" >"$WORK/$net.ngspice.log" 2>&1)
+    [ -s "$WORK/$net.wrdata" ] || return 1
+    # the header as .print writes it, then the rows with single blanks
+    awk -v h="time $sigs" 'NR == 1 { print h; next } { $1 = $1; print }' "$WORK/$net.wrdata" >"$WORK/$net.ngspice"
+}
+
+# check_times GOT WANT NAME: the time columns agree to 1e-9 relative
+# (check_table's tolerance on time is absolute)
+check_times() {
+    local msg
+    msg=$(awk 'NR == FNR { T[FNR] = $1; next }
+        FNR > 1 { d = $1 - T[FNR]; if (d < 0) d = -d; a = T[FNR] < 0 ? -T[FNR] : T[FNR]
+                  if (!(d <= 1e-9 * a + 1e-300)) { print "row " FNR - 1 ": time " $1 ", want " T[FNR]; exit 1 } }' "$2" "$1" 2>&1)
+    ok $? "$3" "$msg"
+}
+
+# select_cols FILE NAME...: FILE's columns NAME... (by header), time first.
+select_cols() {
+    local file=$1
+    shift
+    awk -v want="$*" 'BEGIN { n = split(want, W, " ") }
+        NR == 1 { for (i = 1; i <= NF; i++) H[$i] = i
+                  line = "time"; for (k = 1; k <= n; k++) line = line " " ((W[k] in H) ? W[k] : "missing:" W[k])
+                  print line; next }
+        { line = $1; for (k = 1; k <= n; k++) line = line " " ((W[k] in H) ? $(H[W[k]]) : "nan"); print line }' "$file"
+}
+
+for case in $CASES; do
+    net=${case%%:*}
+    sigs=$(echo "${case#*:}" | tr '+' ' ')
+    if ! ngspice_table $net $sigs; then
+        ok 1 "$net: ngspice runs the same circuit" "$(cat "$WORK/$net.ngspice.log")"
+        continue
+    fi
+    ok 0 "$net: ngspice runs the same circuit"
+    for form in charge flux; do
+        run_emnet -q -reltol 1e-6 -form $form -tran "$NETS/$net.cir"
+        printf '%s\n' "$out" | select_cols /dev/stdin $sigs >"$WORK/$net.$form"
+        ok $rc "$net $form: emnet runs (exit 0)" "exit status $rc" "$err"
+        check_times "$WORK/$net.$form" "$WORK/$net.ngspice" "$net $form: the same output times as ngspice's linearized grid"
+        check_table "$WORK/$net.$form" "$WORK/$net.ngspice" 1e-3 1e-30 \
+            "$net $form: $sigs within 1e-3 of their peaks of ngspice's"
+    done
+done
+
+done_testing
