@@ -199,9 +199,9 @@ static int check_vloops(const emn_circuit *c, const egraph *eg, emn_diag *d)
     emn_dsu u;
     emn_dsu_init(&u, c->nodes.n);
     int status = 0;
+    for (int b = 0; b < nb; b++) rank[b] = -1;
     for (int b = 0; b < nb; b++) {
         emn_kind k = c->elems.v[eg->elem[b]].kind;
-        rank[b] = -1;
         if (k != EMN_V && k != EMN_T) continue;
         if (!emn_dsu_union(&u, eg->from[b], eg->to[b])) {
             /* find the loop: the constraint branches accepted so far form a
@@ -498,6 +498,13 @@ static const emn_expr *rate_of(emn_arena *ar, const mapping *mp, const term_desc
     return r;
 }
 
+/* An element's value as a function of free mechanical nodes only: x() of
+ * a linkage-defined node replaced by its composed expression. */
+static const emn_expr *value_of(const emn_form *f, int e)
+{
+    return f->vexpr_c[e];
+}
+
 /* Build L, D, P of a term in the given mapping. */
 static void term_exprs(emn_form *f, emn_arena *ar, const term_desc *td, const mapping *mp,
                        const emn_expr **L, const emn_expr **D, const emn_expr **P)
@@ -519,7 +526,7 @@ static void term_exprs(emn_form *f, emn_arena *ar, const term_desc *td, const ma
             lam[i] = mp->slot_v[i];
             if (f->elem_branch_mech[td->br[i]])
                 lam[i] = emn_expr_add(ar, lam[i], to_mapping(ar, mp, td, f->elem_branch_mech[td->br[i]]));
-            Lm[i * n + i] = li->vexpr ? to_mapping(ar, mp, td, li->vexpr)
+            Lm[i * n + i] = li->vexpr ? to_mapping(ar, mp, td, value_of(f, td->br[i]))
                           : mp->print ? emn_expr_name(ar, li->name, EMN_NOLOC) : emn_expr_num(ar, li->value);
         }
         for (int k = 0; k < c->elems.n; k++) {
@@ -531,7 +538,7 @@ static void term_exprs(emn_form *f, emn_arena *ar, const term_desc *td, const ma
                 if (td->br[i] == ke->ind[1]) b = i;
             }
             if (a < 0 || b < 0) continue;
-            const emn_expr *kv = ke->vexpr ? to_mapping(ar, mp, td, ke->vexpr)
+            const emn_expr *kv = ke->vexpr ? to_mapping(ar, mp, td, value_of(f, k))
                                : mp->print ? emn_expr_name(ar, ke->name, EMN_NOLOC) : emn_expr_num(ar, ke->value);
             const emn_expr *M = emn_expr_mul(ar, kv, emn_expr_call(ar, EMN_FN_SQRT, 1,
                                 (const emn_expr *[]){emn_expr_mul(ar, Lm[a * n + a], Lm[b * n + b])}, EMN_NOLOC));
@@ -561,13 +568,13 @@ static void term_exprs(emn_form *f, emn_arena *ar, const term_desc *td, const ma
         io.xr[k] = rate_of(ar, mp, td, x);
     }
     if (e->kind == EMN_M || e->kind == EMN_J) { io.xv[1] = io.xr[1] = emn_expr_num(ar, 0); }
-    io.val = e->vexpr ? to_mapping(ar, mp, td, e->vexpr) : mp->param[0];
+    io.val = e->vexpr ? to_mapping(ar, mp, td, value_of(f, td->elem)) : mp->param[0];
     io.x0 = mp->param[1];
     if (td->src >= 0) io.sv = mp->slot_u[td->nbr + td->nmech];
     if (e->kind == EMN_K) {
         for (int i = 0; i < 2; i++) {
             const emn_elem *li = &c->elems.v[e->ind[i]];
-            io.lval[i] = li->vexpr ? to_mapping(ar, mp, td, li->vexpr) : mp->param[2 + i];
+            io.lval[i] = li->vexpr ? to_mapping(ar, mp, td, value_of(f, e->ind[i])) : mp->param[2 + i];
             io.lrate[i] = mp->slot_u[i];
         }
     }
@@ -771,14 +778,14 @@ static bool describe_term(emn_form *f, int i, const int *kgroup, term_desc *td)
     /* mechanical nodes this term reads */
     for (int k = 0; k < td->nbr; k++) {
         collect_mech(f->elem_branch_mech[td->br[k]], td);
-        collect_mech(c->elems.v[td->br[k]].vexpr, td);
+        collect_mech(value_of(f, td->br[k]), td);
     }
-    collect_mech(e->vexpr, td);
-    if (e->kind == EMN_K) for (int k = 0; k < 2; k++) collect_mech(c->elems.v[e->ind[k]].vexpr, td);
+    collect_mech(value_of(f, i), td);
+    if (e->kind == EMN_K) for (int k = 0; k < 2; k++) collect_mech(value_of(f, e->ind[k]), td);
     if (e->kind == EMN_L && !charge)
         for (int k = 0; k < c->elems.n; k++)
             if (c->elems.v[k].kind == EMN_K && kgroup[c->elems.v[k].ind[0]] == i)
-                collect_mech(c->elems.v[k].vexpr, td);
+                collect_mech(value_of(f, k), td);
     int first = e->kind == EMN_T ? 2 : 0;
     if (e->kind == EMN_M || e->kind == EMN_S || e->kind == EMN_D || e->kind == EMN_F || e->kind == EMN_T)
         for (int k = first; k < e->nnodes; k++) collect_mech(f->xnode[e->node[k]], td);
@@ -1012,6 +1019,10 @@ emn_form *emn_form_build(const emn_circuit *c, emn_form_kind kind, emn_diag *d)
     compose_ctx cc = {f, 0, false};
     for (int v = 1; v < nn; v++)
         if (c->nodes.v[v].dom == EMN_DOM_MECH) xnode_of(&cc, v);
+    f->vexpr_c = emn_xcalloc((size_t)ne + 1, sizeof(emn_expr *));
+    for (int i = 0; i < ne; i++)
+        if (c->elems.v[i].vexpr && c->elems.v[i].kind != EMN_J)
+            f->vexpr_c[i] = emn_expr_subst(f->ar, c->elems.v[i].vexpr, compose_leaf, &cc);
 
     /* electrical topology */
     egraph eg;
@@ -1142,7 +1153,7 @@ void emn_form_free(emn_form **pf)
     free(f->coord);
     free(f->src_elem); free(f->elem_src); free(f->S); free(f->s);
     free(f->elem_branch_slot); free(f->elem_branch_mech);
-    free(f->node_coord); free(f->xnode);
+    free(f->node_coord); free(f->xnode); free(f->vexpr_c);
     if (f->node_map) {
         for (int v = 0; v < f->c->nodes.n; v++) {
             free(f->node_map[v].ci); free(f->node_map[v].c);
@@ -1449,6 +1460,22 @@ static const emn_expr *lmap_expr(emn_arena *ar, const emn_form *f, const emn_lma
     return e;
 }
 
+/* Append " + e" or " - (e without its sign)" to a sum being printed. */
+static void append_term(emn_buf *b, const emn_expr *e, bool *first, const emn_form *f)
+{
+    double v;
+    if (!e || (emn_expr_is_const(e, &v) && v == 0)) return;
+    emn_buf t = {0};
+    emn_expr_print(&t, e, print_var, (void *)f);
+    if (t.v[0] == '-') emn_buf_printf(b, *first ? "-%s" : " - %s", t.v + 1);
+    else emn_buf_printf(b, *first ? "%s" : " + %s", t.v);
+    *first = false;
+    emn_buf_free(&t);
+}
+
+/* Printed one term at a time: a power grid's Lagrangian has a term per
+ * element, and summing them into one expression first would cost time
+ * quadratic in their number. */
 void emn_form_print(const emn_form *f, FILE *out)
 {
     const emn_circuit *c = f->c;
@@ -1465,7 +1492,11 @@ void emn_form_print(const emn_form *f, FILE *out)
         else
             fprintf(out, "#   %s: displacement of mechanical node %s\n", co->name, c->nodes.v[co->node].name);
     }
-    const emn_expr *L = emn_expr_num(ar, 0), *D = L, *P = L;
+    emn_buf Lb = {0}, Db = {0};
+    bool Lfirst = true, Dfirst = true;
+    emn_buf *Q = emn_xcalloc((size_t)f->n + 1, sizeof(emn_buf));
+    bool *Qfirst = emn_xmalloc((size_t)f->n + 1);
+    for (int j = 0; j < f->n; j++) Qfirst[j] = true;
     int *kgroup = coupled_groups(c);
     for (int i = 0; i < f->terms.n; i++) {
         const emn_term *tm = &f->terms.v[i];
@@ -1492,26 +1523,32 @@ void emn_form_print(const emn_form *f, FILE *out)
         }
         const emn_expr *l, *dd, *pp;
         term_exprs((emn_form *)f, ar, &td, &mp, &l, &dd, &pp);
-        if (l) L = emn_expr_add(ar, L, l);
-        if (dd) D = emn_expr_add(ar, D, dd);
-        if (pp) P = emn_expr_add(ar, P, pp);
+        append_term(&Lb, l, &Lfirst, f);
+        append_term(&Db, dd, &Dfirst, f);
+        if (pp)
+            for (int a = 0; a < m; a++) {
+                const emn_lmap *s = &f->slots.v[tm->slot[a]];
+                for (int q = 0; q < s->nc; q++) {
+                    int j = s->ci[q];
+                    bool seen = false;       /* once per coordinate and term */
+                    for (int a2 = 0; a2 < a && !seen; a2++)
+                        for (int q2 = 0; q2 < f->slots.v[tm->slot[a2]].nc; q2++)
+                            if (f->slots.v[tm->slot[a2]].ci[q2] == j) seen = true;
+                    for (int q2 = 0; q2 < q && !seen; q2++) if (s->ci[q2] == j) seen = true;
+                    if (!seen) append_term(&Q[j], emn_expr_diff(ar, pp, f->n + j), &Qfirst[j], f);
+                }
+            }
+        emn_arena_reset(ar);
     }
     free(kgroup);
-    emn_buf b = {0};
-    emn_buf_puts(&b, "L = ");
-    emn_expr_print(&b, L, print_var, (void *)f);
-    emn_buf_puts(&b, "\nD = ");
-    emn_expr_print(&b, D, print_var, (void *)f);
-    emn_buf_puts(&b, "\n");
+    fprintf(out, "L = %s\nD = %s\n", Lfirst ? "0" : Lb.v, Dfirst ? "0" : Db.v);
+    emn_buf_free(&Lb);
+    emn_buf_free(&Db);
     for (int j = 0; j < f->n; j++) {
-        const emn_expr *q = emn_expr_diff(ar, P, f->n + j);
-        double v;
-        if (emn_expr_is_const(q, &v) && v == 0) continue;
-        emn_buf_printf(&b, "Q(%s) = ", f->coord[j].name);
-        emn_expr_print(&b, q, print_var, (void *)f);
-        emn_buf_puts(&b, "\n");
+        if (!Qfirst[j]) fprintf(out, "Q(%s) = %s\n", f->coord[j].name, Q[j].v);
+        emn_buf_free(&Q[j]);
     }
-    fputs(b.v, out);
-    emn_buf_free(&b);
+    free(Q);
+    free(Qfirst);
     emn_arena_free(&ar);
 }

@@ -99,6 +99,7 @@ typedef struct emn_form {
     /* mechanical */
     int *node_coord;    /* node -> coordinate index (free mechanical or node group), or -1 */
     const emn_expr **xnode; /* node -> displacement in netlist node vars of free nodes (J composed) */
+    const emn_expr **vexpr_c; /* element -> its x-dependent value with linkages composed, or NULL */
 
     /* flux formulation: node -> group representative coordinate and offsets */
     emn_lmap *node_map;         /* node flux = map (coordinates, sources) + node_mech */

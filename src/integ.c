@@ -62,8 +62,22 @@ void emn_integ_free(emn_integ **pit)
     free(it->ztry); free(it->ptry); free(it->Ftry); free(it->peak);
     free(it->hz); free(it->hp);
     emn_lu_free(&it->lu);
+    for (int k = 0; k < EMN_LU_CACHE; k++) emn_lu_free(&it->cache_lu[k]);
     free(it);
     *pit = NULL;
+}
+
+void emn_integ_lu_stats(const emn_integ *it, long *factors, long *refactors)
+{
+    const emn_lu_stats *s = emn_lu_get_stats(it->lu);
+    *factors = s->factors;
+    *refactors = s->refactors;
+    for (int k = 0; k < EMN_LU_CACHE; k++)
+        if (it->cache_lu[k]) {
+            s = emn_lu_get_stats(it->cache_lu[k]);
+            *factors += s->factors;
+            *refactors += s->refactors;
+        }
 }
 
 double emn_integ_next_break(const emn_form *f, double t)
@@ -169,6 +183,32 @@ static void history(const emn_integ *it, const step_formula *s, const double *y1
     }
 }
 
+/* A linear circuit's Newton matrix depends on a alone, so its
+ * factorizations are kept for the last few values of a: a step controller
+ * that moves between a handful of step sizes refactors only for new ones. */
+static emn_lu *cached_lu(emn_integ *it, double a)
+{
+    for (int k = 0; k < EMN_LU_CACHE; k++)
+        if (it->cache_lu[k] && it->cache_a[k] == a) {
+            it->cache_used[k] = ++it->cache_clock;
+            return it->cache_lu[k];
+        }
+    return NULL;
+}
+
+static emn_lu *cache_slot(emn_integ *it, double a)
+{
+    int victim = 0;
+    for (int k = 0; k < EMN_LU_CACHE; k++) {
+        if (!it->cache_lu[k]) { victim = k; break; }
+        if (it->cache_used[k] < it->cache_used[victim]) victim = k;
+    }
+    if (!it->cache_lu[victim]) it->cache_lu[victim] = emn_lu_new();
+    it->cache_a[victim] = a;
+    it->cache_used[victim] = ++it->cache_clock;
+    return it->cache_lu[victim];
+}
+
 /* Newton solve for w at t+h.  hz, hp: history parts.  On success the
  * solution is in it->wtry/ztry/ptry/Ftry.  Returns 0, 1 (no convergence:
  * retry smaller), or a failure code. */
@@ -202,24 +242,24 @@ static int newton(emn_integ *it, double tnew, double a, const double *hz, const 
                 if (fabs(it->r[j]) / tol > rw) { rw = fabs(it->r[j]) / tol; jw = j; }
             }
             fprintf(stderr, "newton t=%g iter=%d worst r/tol=%g at %d r=%g ap=%g hp=%g scale=%g rcond=%g\n", tnew, iter, rw, jw,
-                    it->r[jw], a * p[jw], hp[jw], it->scale[jw], emn_lu_rcond(it->lu));
+                    it->r[jw], a * p[jw], hp[jw], it->scale[jw], 0.0);
         }
         if (iter == it->o.itl4) break;
         it->st.newton++;
-        if (!linear || !it->lu_valid || it->lu_a != a) {
+        emn_lu *lu = linear ? cached_lu(it, a) : NULL;
+        if (!lu) {
             if (emn_form_jacobian(f, z, w, a)) return 1;
             int col = -1;
             it->st.jacobians++;
-            if (emn_lu_factor(it->lu, &f->J, &col) < 0) {
-                it->lu_valid = false;
+            lu = linear ? cache_slot(it, a) : it->lu;
+            if (emn_lu_factor(lu, &f->J, &col) < 0) {
+                if (linear) for (int k = 0; k < EMN_LU_CACHE; k++) if (it->cache_lu[k] == lu) it->cache_a[k] = NAN;
                 it->bad_coord = col;
                 return 1;
             }
-            it->lu_valid = true;
-            it->lu_a = a;
         }
         memcpy(it->dw, it->r, (size_t)n * sizeof(double));
-        emn_lu_solve(it->lu, it->dw);
+        emn_lu_solve(lu, it->dw);
         it->st.solves++;
         dw_ok = true;
         for (int j = 0; j < n; j++) {
@@ -364,18 +404,47 @@ int emn_integ_start(emn_integ *it, double t0, const double *z0, const double *p0
     return 0;
 }
 
+/* True if some source jumps at t (a PWL with two equal times): the state's
+ * velocities may jump there, so the next step must restart at first order. */
+static bool sources_jump(const emn_form *f, double t)
+{
+    double eps = 1e-12 * fabs(t) + 1e-300;
+    for (int s = 0; s < f->nsrc; s++) {
+        const emn_source *src = &f->c->elems.v[f->src_elem[s]].src;
+        if (src->kind != EMN_WAVE_PWL) continue;
+        for (int k = 0; k + 3 < src->nargs; k += 2)
+            if (src->args[k] == src->args[k + 2] && fabs(src->args[k] - t) <= eps) return true;
+    }
+    return false;
+}
+
+/* A linear circuit's steps come from the ladder hmax / 2^k, so that the
+ * few step sizes it uses keep their factorizations in the cache. */
+static double ladder(const emn_integ *it, double h)
+{
+    double hm = it->o.hmax;
+    if (h >= hm) return hm;
+    int k = (int)ceil(log2(hm / h) - 1e-9);
+    return k > 60 ? h : ldexp(hm, -k);
+}
+
 int emn_integ_step(emn_integ *it, double tlimit)
 {
     emn_form *f = it->f;
     int n = it->n;
     double t = it->t;
+    bool linear = emn_form_is_linear(f);
     int order = it->restart || it->npast < 1 || it->o.maxord < 2 ? 1 : 2;
     double h;
-    if (it->npast == 0)         /* the very first step: short, let the error control grow it */
-        h = fmin(it->o.hmax, fmin(it->next_bp, tlimit) - t) * 1e-4;
+    if (it->npast == 0)         /* the very first step: short unless the circuit is linear */
+        h = fmin(it->o.hmax, fmin(it->next_bp, tlimit) - t) * (linear ? 1e-3 : 1e-4);
     else
         h = it->hnext;
     h = fmin(h, it->o.hmax);
+    /* past a corner, no longer a step than before it: the error estimate
+     * of this one step would straddle the corner and is skipped */
+    if (it->corner) h = fmin(h, it->hfull);
+    if (linear) h = ladder(it, h);
     double *hzbuf = it->hz, *hpbuf = it->hp;
     int worst = -1;
     for (;;) {
@@ -392,51 +461,70 @@ int emn_integ_step(emn_integ *it, double tlimit)
             snprintf(it->msg, sizeof it->msg, "time step too small (%.3g s) at t = %.9g s", h, t);
             return it->st.newton_rejects > it->st.lte_rejects ? EMN_INTEG_NONCONV : EMN_INTEG_TOOSMALL;
         }
-        step_formula s = formula(it, h, order);
+        /* A step that landing on a breakpoint shortened by rounding only
+         * keeps the formula (and a linear circuit's factorization) of the
+         * step it replaces; the time itself lands exactly. */
+        double hf = it->h > 0 && fabs(h - it->h) <= 1e-9 * it->h ? it->h : h;
+        step_formula s = formula(it, hf, order);
         history(it, &s, it->z[0], it->z[1], it->w[0], hzbuf);
         history(it, &s, it->p[0], it->p[1], it->F[0], hpbuf);
         /* predictor: extrapolate the velocities linearly */
         for (int j = 0; j < n; j++)
             it->wtry[j] = it->w[0][j] + (it->npast >= 1 && !it->restart && it->h > 0
-                                         ? (it->w[0][j] - it->w[1][j]) * h / it->h : 0);
+                                         ? (it->w[0][j] - it->w[1][j]) * hf / it->h : 0);
         int rc = newton(it, t + h, s.a, hzbuf, hpbuf);
         if (rc != 0) {
             it->st.rejected++;
             it->st.newton_rejects++;
             h /= 8;
             order = 1;
+            it->corner = false;
             continue;
         }
-        /* The very first step is tiny and first order; from rest its error
-         * and the state are both O(h^2), so a relative test means nothing:
-         * accept it, as SPICE does, and let the error control take over. */
-        double err = it->npast == 0 ? 0.1 : lte_ratio(it, &s, h, &worst);
+        /* The very first step is short and first order; from rest its
+         * error and the state are both O(h^2), so a relative test means
+         * nothing: accept it, as SPICE does.  The first
+         * step past a corner of a linear circuit's sources keeps the
+         * trapezoidal rule, which landing on the corner keeps exact for
+         * piecewise-linear forcing, at no more than the step before it;
+         * the error estimate would straddle the corner, so it waits for
+         * the next step. */
+        double err;
+        if (it->npast == 0) err = 0.1;
+        else if (it->corner) err = 0.1;
+        else err = lte_ratio(it, &s, hf, &worst);
         if (err > 1) {
             if (getenv("EMN_DEBUG_STEPS")) fprintf(stderr, "reject t=%g h=%g order=%d err=%g worst=%d target=%g\n", t + h, h, s.order, err, worst, target);
             it->st.rejected++;
             it->st.lte_rejects++;
             h *= fmax(0.1, 0.9 * pow(err, -1.0 / (s.order + 1)));
+            if (linear) h = ladder(it, h);
             continue;
         }
         if (getenv("EMN_DEBUG_STEPS")) fprintf(stderr, "step t=%g h=%g order=%d err=%g worst=%d\n", t + h, h, s.order, err, worst);
-        accept(it, t + h, h, &s);
+        accept(it, t + h, hf, &s);
+        if (!lands || hf == it->hfull || it->hfull == 0) it->hfull = hf;
+        it->t = lands ? target : it->t;
+        it->tpast[0] = it->t;
         double factor = err > 0 ? 0.9 * pow(err, -1.0 / (s.order + 1)) : 2;
         /* hold the step unless it can grow a lot: an unchanged step keeps
          * a linear circuit's factorization */
-        double hn = factor >= 1.5 ? h * fmin(2, factor) : factor >= 1 ? h : h * factor;
+        double hn = factor >= (linear ? 2 : 1.5) ? hf * fmin(2, factor) : factor >= 1 ? hf : hf * factor;
         if (lands && it->hnext > hn && !it->restart) hn = fmax(hn, fmin(it->hnext, it->o.hmax));
         it->hnext = fmin(hn, it->o.hmax);
+        it->corner = false;
+        it->restart = false;
         if (lands && it->t >= it->next_bp * (1 - 1e-13)) {
-            it->restart = true;
+            /* a breakpoint: first order after a jump (and always for a
+             * nonlinear circuit, as SPICE does), else a corner */
+            if (!linear || sources_jump(f, it->t)) it->restart = true;
+            else it->corner = true;
             it->next_bp = emn_integ_next_break(f, it->t);
             /* sources changed their slope: the derivative history at the
              * corner is the right-hand one */
             emn_form_set_time(f, it->t);
             int bad = -1;
-            double *ptmp = it->ptry;
-            emn_form_eval(f, it->z[0], it->w[0], ptmp, it->F[0], NULL, &bad);
-        } else {
-            it->restart = false;
+            emn_form_eval(f, it->z[0], it->w[0], it->ptry, it->F[0], NULL, &bad);
         }
         return 0;
     }

@@ -48,6 +48,7 @@ typedef struct emn_integ {
     int n;
     double t, h, hprev;     /* time of the last accepted point, its step, the one before */
     double hnext;           /* proposed next step */
+    double hfull;           /* the last step not shortened to land on a breakpoint */
     int order;              /* order of the last accepted step */
     /* accepted points: 0 = latest (t), 1 = previous, 2 = before that */
     double *z[3], *w[3], *p[3], *F[3];
@@ -57,9 +58,12 @@ typedef struct emn_integ {
     double a0, a1, a2, b1;
     double next_bp;         /* next breakpoint after t */
     bool restart;           /* next step is first order (start, breakpoint) */
-    emn_lu *lu;
-    double lu_a;            /* a of the current factorization (linear circuits) */
-    bool lu_valid;
+    bool corner;            /* the last step landed on a corner of a linear circuit's sources */
+    emn_lu *lu;             /* nonlinear circuits: refactored every iteration */
+#define EMN_LU_CACHE 4
+    emn_lu *cache_lu[EMN_LU_CACHE];   /* linear circuits: factorizations by a */
+    double cache_a[EMN_LU_CACHE];
+    long cache_used[EMN_LU_CACHE], cache_clock;
     double *r, *dw, *scale, *wtry, *ztry, *ptry, *Ftry, *hz, *hp;
     double *peak;           /* running max |z|, |p| per coordinate, for mechanical tolerances */
     emn_integ_stats st;
@@ -69,6 +73,8 @@ typedef struct emn_integ {
 
 emn_integ *emn_integ_new(emn_form *f, const emn_integ_opts *o);
 void emn_integ_free(emn_integ **it);
+/* Factorization counts over all of the integrator's LU objects. */
+void emn_integ_lu_stats(const emn_integ *it, long *factors, long *refactors);
 
 /*
  * Start at t0 from coordinates z0 and momenta p0: solves for velocities

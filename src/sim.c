@@ -1126,9 +1126,7 @@ done:
         status = EMN_EXIT_FAILED;
     }
     res->st = it->st;
-    const emn_lu_stats *ls = emn_lu_get_stats(it->lu);
-    res->lu_factors = ls->factors;
-    res->lu_refactors = ls->refactors;
+    emn_integ_lu_stats(it, &res->lu_factors, &res->lu_refactors);
     res->seconds = emn_now() - t_begin;
     free(pi0);
     free(Fs0);
