@@ -14,7 +14,16 @@ FNR == 1 {
 	f++
 	for (k = 2; k <= NF; k++) {
 		if (f == 1) { rname[k] = $k; ridx[$k] = k; nrc = NF }
-		else if ($k in ridx) { bcol[ridx[$k]] = k }
+		else if ($k in ridx) bcol[ridx[$k]] = k
+		else {
+			# ngspice cuts column heads to 15 characters: match
+			# the one signal whose name starts with the cut one.
+			hit = 0
+			for (j = 2; j <= nrc; j++)
+				if ((length($k) >= 15 && index(rname[j], $k) == 1) ||
+				    (length(rname[j]) >= 15 && index($k, rname[j]) == 1)) { hit++; hj = j }
+			if (hit == 1 && !(hj in bcol)) bcol[hj] = k
+		}
 	}
 	next
 }
