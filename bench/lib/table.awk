@@ -3,10 +3,12 @@
 # column heads.  Memory in MiB, times in seconds, errors in volts.  "ng/em"
 # is the ratio of wall times, "cpu" the ratio of user + system times.
 function mb(kb) { return kb ~ /^[0-9]+$/ ? sprintf("%.0f", kb / 1024) : "-" }
-function ratio(e, n) {
+function ratio(e, n,    gt) {
+	gt = ""
+	if (n ~ /^>[0-9.]+$/) { gt = ">"; n = substr(n, 2) } # ngspice timed out
 	if (e !~ /^[0-9.]+$/ || n !~ /^[0-9.]+$/) return "-"
 	if (e + 0 == 0) e = 0.005 # /usr/bin/time's resolution is 10 ms
-	return sprintf("%.1f", n / e)
+	return gt sprintf("%.1f", n / e)
 }
 function per(a, b) { return (a ~ /^[0-9]+$/ && b ~ /^[0-9]+$/ && b > 0) ? sprintf("%.2f", a / b) : "-" }
 BEGIN {
