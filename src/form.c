@@ -1375,9 +1375,16 @@ static double slot_rate(const emn_form *f, const emn_lmap *s, const double *w)
 
 int emn_form_rates(emn_form *f, const double *z, const double *w, double *dp, double *dF, double *slot_dp)
 {
+    return emn_form_rates_scaled(f, z, w, dp, dF, slot_dp, NULL);
+}
+
+int emn_form_rates_scaled(emn_form *f, const double *z, const double *w, double *dp, double *dF,
+                          double *slot_dp, double *dFscale)
+{
     int n = f->n;
     memset(dp, 0, (size_t)n * sizeof(double));
     memset(dF, 0, (size_t)n * sizeof(double));
+    if (dFscale) memset(dFscale, 0, (size_t)n * sizeof(double));
     if (slot_dp) memset(slot_dp, 0, (size_t)f->slots.n * sizeof(double));
     double *loc = f->scratch;
     for (int i = 0; i < f->terms.n; i++) {
@@ -1389,12 +1396,14 @@ int emn_form_rates(emn_form *f, const double *z, const double *w, double *dp, do
         emn_form_term_locals(f, tm, z, w, loc);
         for (int ai = 0; ai < m; ai++) {
             const emn_lmap *sa = &f->slots.v[tm->slot[ai]];
-            double rp = 0, rF = 0;
+            double rp = 0, rF = 0, rFs = 0;
             for (int bi = 0; bi < m; bi++) {
                 double u = slot_rate(f, &f->slots.v[tm->slot[bi]], w);
                 if (u == 0) continue;
                 rp += u * (compiled ? emn_tape_eval(t->tpv[ai * m + bi], loc) : emn_expr_eval(t->pv[ai * m + bi], loc));
-                rF += u * (compiled ? emn_tape_eval(t->tFv[ai * m + bi], loc) : emn_expr_eval(t->Fv[ai * m + bi], loc));
+                double dFv = u * (compiled ? emn_tape_eval(t->tFv[ai * m + bi], loc) : emn_expr_eval(t->Fv[ai * m + bi], loc));
+                rF += dFv;
+                rFs += fabs(dFv);
             }
             if (!isfinite(rp) || !isfinite(rF)) return 1;
             if (slot_dp) slot_dp[tm->slot[ai]] += rp;
@@ -1402,16 +1411,22 @@ int emn_form_rates(emn_form *f, const double *z, const double *w, double *dp, do
             for (int q = 0; q < sa->nc; q++) {
                 dp[sa->ci[q]] += sa->c[q] * rp;
                 dF[sa->ci[q]] += sa->c[q] * rF;
+                if (dFscale) dFscale[sa->ci[q]] += fabs(sa->c[q]) * rFs;
             }
         }
     }
     /* linear terms: the constant matrices, and their source-integral columns */
     spmv_add(&f->J, f->Apz, w, dp, false);
     spmv_add(&f->J, f->Afz, w, dF, false);
+    if (dFscale) spmv_add(&f->J, f->Afz, w, dFscale, true);
     for (int k = 0; k < f->pts.n; k++)
         if (f->pts.col[k] < f->nsrc) dp[f->pts.row[k]] += f->pts.val[k] * f->s[f->pts.col[k]];
     for (int k = 0; k < f->fts.n; k++)
-        if (f->fts.col[k] < f->nsrc) dF[f->fts.row[k]] += f->fts.val[k] * f->s[f->fts.col[k]];
+        if (f->fts.col[k] < f->nsrc) {
+            double v = f->fts.val[k] * f->s[f->fts.col[k]];
+            dF[f->fts.row[k]] += v;
+            if (dFscale) dFscale[f->fts.row[k]] += fabs(v);
+        }
     return 0;
 }
 

@@ -174,6 +174,9 @@ int emn_form_derivatives(emn_form *f, const double *z, const double *w, double *
  * needs dF = 0, and its momenta change at dp.  With slot_dp (size
  * slots.n, may be NULL) the momentum rate of each slot is also returned. */
 int emn_form_rates(emn_form *f, const double *z, const double *w, double *dp, double *dF, double *slot_dp);
+/* The same with dFscale[j] (if non-NULL) the sum of the magnitudes summed into dF[j]. */
+int emn_form_rates_scaled(emn_form *f, const double *z, const double *w, double *dp, double *dF,
+                          double *slot_dp, double *dFscale);
 
 /* Check that every C(x) and L(x) is positive and finite at z.  Returns the
  * element index of the first that is not (its value in *value), or -1. */

@@ -154,11 +154,12 @@ static step_formula formula(const emn_integ *it, double h, int order)
 {
     step_formula s = {0};
     s.order = order;
-    if (order == 1 || it->npast < 1) {
+    if (order == 1) {
         s.order = 1;
         s.a = 1 / h;
         s.a1 = -1 / h;
-    } else if (it->o.method == EMN_METHOD_TRAP) {
+    } else if (it->o.method == EMN_METHOD_TRAP || it->npast < 1) {
+        /* BDF2 needs two points: its first step is trapezoidal */
         s.a = 2 / h;
         s.a1 = -2 / h;
         s.b1 = -1;
@@ -297,8 +298,14 @@ static double lte_ratio(const emn_integ *it, const step_formula *s, double h, in
             bool ry;
             if (pass) p_abstol(it, j, &ay, &ad, &ry);
             else z_abstol(it, j, &ay, &ad, &ry);
+            /* a momentum's rate F is a sum that cancels (Kirchhoff's
+             * current law at a node without capacitance): the Newton
+             * iteration fixes it only to reltol of the terms summed, so
+             * its error test is measured against them too */
+            double dscale = fmax(fabs(d[j]), fabs(d1[j]));
+            if (pass) dscale = fmax(dscale, it->scale[j]);
             double tol = fmax((ry ? it->o.reltol * fmax(fabs(y[j]), fabs(y1[j])) : 0) + ay,
-                              h * (it->o.reltol * fmax(fabs(d[j]), fabs(d1[j])) + ad));
+                              h * (it->o.reltol * dscale + ad));
             double r = tol > 0 ? est / tol : (est > 0 ? INFINITY : 0);
             if (r > err) {
                 err = r;
@@ -404,20 +411,6 @@ int emn_integ_start(emn_integ *it, double t0, const double *z0, const double *p0
     return 0;
 }
 
-/* True if some source jumps at t (a PWL with two equal times): the state's
- * velocities may jump there, so the next step must restart at first order. */
-static bool sources_jump(const emn_form *f, double t)
-{
-    double eps = 1e-12 * fabs(t) + 1e-300;
-    for (int s = 0; s < f->nsrc; s++) {
-        const emn_source *src = &f->c->elems.v[f->src_elem[s]].src;
-        if (src->kind != EMN_WAVE_PWL) continue;
-        for (int k = 0; k + 3 < src->nargs; k += 2)
-            if (src->args[k] == src->args[k + 2] && fabs(src->args[k] - t) <= eps) return true;
-    }
-    return false;
-}
-
 /* A linear circuit's steps come from the ladder hmax / 2^k, so that the
  * few step sizes it uses keep their factorizations in the cache. */
 static double ladder(const emn_integ *it, double h)
@@ -434,16 +427,20 @@ int emn_integ_step(emn_integ *it, double tlimit)
     int n = it->n;
     double t = it->t;
     bool linear = emn_form_is_linear(f);
-    int order = it->restart || it->npast < 1 || it->o.maxord < 2 ? 1 : 2;
+    /* first order after a breakpoint; the trapezoidal rule needs no
+     * history, so it also takes the very first step, BDF2 needs two points */
+    bool first = it->npast < 1;
+    int order = (it->restart && !first) || it->o.maxord < 2 ? 1 : 2;
     double h;
     if (it->npast == 0)         /* the very first step: short unless the circuit is linear */
         h = fmin(it->o.hmax, fmin(it->next_bp, tlimit) - t) * (linear ? 1e-3 : 1e-4);
     else
         h = it->hnext;
     h = fmin(h, it->o.hmax);
-    /* past a corner, no longer a step than before it: the error estimate
-     * of this one step would straddle the corner and is skipped */
-    if (it->corner) h = fmin(h, it->hfull);
+    /* past a breakpoint, restart short and first order, as SPICE does: the
+     * sources' slopes changed, and the history before the corner says
+     * nothing about what follows */
+    if (it->restart && it->npast > 0) h = fmin(h, 0.25 * (fmin(it->next_bp, tlimit) - t));
     if (linear) h = ladder(it, h);
     double *hzbuf = it->hz, *hpbuf = it->hp;
     int worst = -1;
@@ -478,21 +475,12 @@ int emn_integ_step(emn_integ *it, double tlimit)
             it->st.newton_rejects++;
             h /= 8;
             order = 1;
-            it->corner = false;
             continue;
         }
         /* The very first step is short and first order; from rest its
          * error and the state are both O(h^2), so a relative test means
-         * nothing: accept it, as SPICE does.  The first
-         * step past a corner of a linear circuit's sources keeps the
-         * trapezoidal rule, which landing on the corner keeps exact for
-         * piecewise-linear forcing, at no more than the step before it;
-         * the error estimate would straddle the corner, so it waits for
-         * the next step. */
-        double err;
-        if (it->npast == 0) err = 0.1;
-        else if (it->corner) err = 0.1;
-        else err = lte_ratio(it, &s, hf, &worst);
+         * nothing: accept it, as SPICE does. */
+        double err = it->npast == 0 ? 0.1 : lte_ratio(it, &s, hf, &worst);
         if (err > 1) {
             if (getenv("EMN_DEBUG_STEPS")) fprintf(stderr, "reject t=%g h=%g order=%d err=%g worst=%d target=%g\n", t + h, h, s.order, err, worst, target);
             it->st.rejected++;
@@ -507,18 +495,15 @@ int emn_integ_step(emn_integ *it, double tlimit)
         it->t = lands ? target : it->t;
         it->tpast[0] = it->t;
         double factor = err > 0 ? 0.9 * pow(err, -1.0 / (s.order + 1)) : 2;
-        /* hold the step unless it can grow a lot: an unchanged step keeps
-         * a linear circuit's factorization */
-        double hn = factor >= (linear ? 2 : 1.5) ? hf * fmin(2, factor) : factor >= 1 ? hf : hf * factor;
+        /* a linear circuit holds its step unless it can double (an
+         * unchanged step keeps its factorization); a nonlinear one, which
+         * refactors anyway, grows whenever it can */
+        double hn = factor >= (linear ? 2 : 1.1) ? hf * fmin(2, factor) : factor >= 1 ? hf : hf * factor;
         if (lands && it->hnext > hn && !it->restart) hn = fmax(hn, fmin(it->hnext, it->o.hmax));
         it->hnext = fmin(hn, it->o.hmax);
-        it->corner = false;
         it->restart = false;
         if (lands && it->t >= it->next_bp * (1 - 1e-13)) {
-            /* a breakpoint: first order after a jump (and always for a
-             * nonlinear circuit, as SPICE does), else a corner */
-            if (!linear || sources_jump(f, it->t)) it->restart = true;
-            else it->corner = true;
+            it->restart = true;
             it->next_bp = emn_integ_next_break(f, it->t);
             /* sources changed their slope: the derivative history at the
              * corner is the right-hand one */

@@ -58,9 +58,8 @@ typedef struct emn_integ {
     double a0, a1, a2, b1;
     double next_bp;         /* next breakpoint after t */
     bool restart;           /* next step is first order (start, breakpoint) */
-    bool corner;            /* the last step landed on a corner of a linear circuit's sources */
     emn_lu *lu;             /* nonlinear circuits: refactored every iteration */
-#define EMN_LU_CACHE 4
+#define EMN_LU_CACHE 8
     emn_lu *cache_lu[EMN_LU_CACHE];   /* linear circuits: factorizations by a */
     double cache_a[EMN_LU_CACHE];
     long cache_used[EMN_LU_CACHE], cache_clock;

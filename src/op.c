@@ -32,7 +32,11 @@ typedef struct opsys {
     int *kdiag2;            /* per j: K slot of (R2 row j, z0_j) */
     int *kdiag1;            /* per j: K slot of (R1 row j, w_j) */
     double *Pz, *Pw, *Fz, *Fw;
-    double *p, *F, *dp, *dF, *scale, *R, *X;
+    double *p, *F, *dp, *dF, *scale, *dFscale, *R, *X;
+    const double *p0;       /* momenta to keep where nothing else fixes them */
+    bool *free1;            /* R1 row fixes nothing: it holds p_j = p0_j instead */
+    double *row2;           /* largest |dF_j/dz| in row j */
+    double *eps1;           /* that row's weight */
     emn_lu *lu;
 } opsys;
 
@@ -79,6 +83,10 @@ static void opsys_init(opsys *o, emn_form *f)
     o->dp = emn_xcalloc(nv, sizeof(double));
     o->dF = emn_xcalloc(nv, sizeof(double));
     o->scale = emn_xcalloc(nv, sizeof(double));
+    o->dFscale = emn_xcalloc(nv, sizeof(double));
+    o->free1 = emn_xcalloc(nv, sizeof(bool));
+    o->eps1 = emn_xcalloc(nv, sizeof(double));
+    o->row2 = emn_xcalloc(nv, sizeof(double));
     o->R = emn_xcalloc(2 * nv, sizeof(double));
     o->X = emn_xcalloc(2 * nv, sizeof(double));
     o->lu = emn_lu_new();
@@ -90,6 +98,7 @@ static void opsys_free(opsys *o)
     free(o->kz); free(o->kw); free(o->k2); free(o->kdiag2); free(o->kdiag1);
     free(o->Pz); free(o->Pw); free(o->Fz); free(o->Fw);
     free(o->p); free(o->F); free(o->dp); free(o->dF); free(o->scale); free(o->R); free(o->X);
+    free(o->dFscale); free(o->free1); free(o->eps1); free(o->row2);
     emn_lu_free(&o->lu);
 }
 
@@ -100,9 +109,9 @@ static int residual(opsys *o, const double *z, const double *w)
     int n = o->n;
     int bad;
     if (emn_form_eval(o->f, z, w, o->p, o->F, o->scale, &bad)) return 1;
-    if (emn_form_rates(o->f, z, w, o->dp, o->dF, NULL)) return 1;
+    if (emn_form_rates_scaled(o->f, z, w, o->dp, o->dF, NULL, o->dFscale)) return 1;
     for (int j = 0; j < n; j++) {
-        o->R[j] = o->F[j] - o->dp[j];
+        o->R[j] = o->free1[j] ? o->eps1[j] * (o->p[j] - (o->p0 ? o->p0[j] : 0)) : o->F[j] - o->dp[j];
         o->R[n + j] = o->dF[j];
         if (!isfinite(o->R[j]) || !isfinite(o->R[n + j])) return 1;
     }
@@ -133,11 +142,19 @@ static int matrix(opsys *o, const double *z, const double *w, int *bad_col)
             int r = J->Ai[k];
             if (rowp[r] == 0) continue;
             double eps = row1[r] > 0 ? 1e-10 * row1[r] / rowp[r] : 1 / rowp[r];
+            o->free1[r] = row1[r] == 0;
+            o->eps1[r] = eps;
             o->K.Ax[o->kz[k]] += eps * o->Pz[k];
             o->K.Ax[o->kw[k]] += eps * o->Pw[k];
         }
+    /* where a combination of coordinates is free (a node's flux against a
+     * coil's displacement), the weights decide who absorbs it: a
+     * mechanical coordinate keeps its place, an electrical flux or charge
+     * (whose origin means nothing) moves */
+    memcpy(o->row2, row2, (size_t)n * sizeof(double));
     for (int j = 0; j < n; j++) {
-        o->K.Ax[o->kdiag2[j]] += row2[j] > 0 ? 1e-10 * row2[j] : 1;
+        double wgt = o->f->coord[j].kind == EMN_COORD_MECH ? 1e-3 : 1e-10;
+        o->K.Ax[o->kdiag2[j]] += row2[j] > 0 ? wgt * row2[j] : 1;
         if (row1[j] == 0 && rowp[j] == 0) o->K.Ax[o->kdiag1[j]] += 1;
     }
     free(row1);
@@ -151,16 +168,51 @@ static int matrix(opsys *o, const double *z, const double *w, int *bad_col)
     return 0;
 }
 
-/* Tolerance of coordinate j's update and residuals. */
-static double xtol(const emn_form *f, int j, bool vel, double reltol, double x)
+/* Converged when every residual is small: R1 against the momenta and
+ * forces summed into it, a held momentum against its value, and R2 = dF/dt
+ * by the velocity error it implies, R2_j / max_k |dF_j/dz_k|, against a
+ * velocity tolerance of the coordinate's kind (R2's own terms vanish at a
+ * state at rest, so they cannot serve as its scale).  The test is on residuals, not on Newton
+ * updates: along directions only the proximal terms fix (a node's flux
+ * together with a coil's displacement, loop charges behind capacitors),
+ * roundoff moves the iterate without changing anything physical. */
+static bool converged(const opsys *o, double reltol, double *rnorm, bool *r1ok)
 {
-    double a;
-    switch (f->coord[j].kind) {
-    case EMN_COORD_LOOP: a = vel ? 1e-12 : 1e-16; break;   /* A, C */
-    case EMN_COORD_NODE: a = vel ? 1e-9 : 1e-18; break;    /* V, V s */
-    default: a = vel ? 1e-20 : 1e-30; break;               /* at rest: roundoff of a velocity */
+    int n = o->n;
+    double big1 = 0, big2 = 0;
+    for (int j = 0; j < n; j++) {
+        if (!o->free1[j]) big1 = fmax(big1, o->scale[j] + fabs(o->dp[j]));
+        big2 = fmax(big2, o->dFscale[j]);
     }
-    return reltol * fabs(x) + a;
+    /* Newton converges quadratically, so an operating point costs little
+     * more at 1e-12 than at reltol; the stall rule catches the floor */
+    double rt = fmin(1e-3 * reltol, 1e-12);
+    bool ok = true;
+    *r1ok = true;
+    *rnorm = 0;
+    double zsize[3] = {0, 0, 0};
+    for (int j = 0; j < n; j++) {
+        int k = o->f->coord[j].kind;
+        zsize[k] = fmax(zsize[k], fabs(o->X[j]));
+    }
+    for (int j = 0; j < n; j++) {
+        /* velocity tolerances: 1e-15 A, 1e-12 V, and for a displacement
+         * 1e-15 of the largest of its kind per second */
+        double wtol;
+        switch (o->f->coord[j].kind) {
+        case EMN_COORD_LOOP: wtol = 1e-15; break;
+        case EMN_COORD_NODE: wtol = 1e-12; break;
+        default: wtol = 1e-15 * zsize[EMN_COORD_MECH] + 1e-300; break;
+        }
+        double tol1 = o->free1[j] ? o->eps1[j] * (rt * fabs(o->p0 ? o->p0[j] : 0) + 1e-30)
+                                  : rt * (o->scale[j] + fabs(o->dp[j])) + 1e-14 * big1 + 1e-300;
+        double tol2 = rt * o->dFscale[j] + o->row2[j] * wtol + 1e-300;
+        double r1 = fabs(o->R[j]) / tol1, r2 = fabs(o->R[n + j]) / tol2;
+        if (!(r1 <= 1)) *r1ok = false;
+        if (!(r2 <= 1)) ok = false;
+        *rnorm = fmax(*rnorm, fmax(r1, r2));
+    }
+    return ok && *r1ok;
 }
 
 /* Newton from (z, w) at the sources' current scale.  Returns iterations
@@ -171,35 +223,45 @@ static int newton(opsys *o, double reltol, double *z, double *w, int maxit, int 
     double *dx = emn_xmalloc(2 * ((size_t)n + 1) * sizeof(double));
     int it;
     bool ok = false;
+    double rprev = INFINITY;
+    int stalled = 0;
     for (it = 0; it < maxit; it++) {
-        if (residual(o, z, w)) break;
         int col = -1;
         if (matrix(o, z, w, &col)) {
             if (col >= 0) *bad = col % n;
             break;
         }
         st->factorizations++;
+        if (residual(o, z, w)) break;
+        memcpy(o->X, z, (size_t)n * sizeof(double));
+        double rnorm;
+        bool r1ok;
+        bool conv = converged(o, reltol, &rnorm, &r1ok);
+        /* with the forces balanced, a residual that stops falling is at
+         * the floor of floating point (the rates of a state at rest are
+         * pure roundoff, with nothing to be relative to) */
+        stalled = rnorm > 0.5 * rprev ? stalled + 1 : 0;
+        if (it >= 2 && !conv && r1ok && stalled >= 2) conv = true;
+        rprev = rnorm;
+        if (it > 1 && conv) {
+            /* a state with a capacitance or inductance that is not
+             * positive (plates through each other) is no steady state */
+            ok = emn_form_check_values(o->f, z, NULL) < 0;
+            break;
+        }
         for (int k = 0; k < 2 * n; k++) dx[k] = -o->R[k];
         emn_lu_solve(o->lu, dx);
         st->iterations++;
         if (getenv("EMN_DEBUG_OP")) {
             double rm = 0; for (int k = 0; k < 2 * n; k++) rm = fmax(rm, fabs(o->R[k]));
-            fprintf(stderr, "op it %d |R|=%g z0=%g w0=%g dz=%g %g\n", it, rm, z[0], w[0], dx[0], n > 1 ? dx[1] : 0);
+            fprintf(stderr, "op it %d |R|=%g\n", it, rm);
         }
-        bool small = true;
+        bool finite = true;
+        for (int j = 0; j < 2 * n; j++) if (!isfinite(dx[j])) finite = false;
+        if (!finite) break;
         for (int j = 0; j < n; j++) {
-            if (!isfinite(dx[j]) || !isfinite(dx[n + j])) { small = false; it = maxit; break; }
-            double zn = z[j] + dx[j], wn = w[j] + dx[n + j];
-            if (fabs(dx[j]) > 1e-3 * xtol(o->f, j, false, reltol, fmax(fabs(zn), fabs(z[j])))) small = false;
-            if (fabs(dx[n + j]) > 1e-3 * xtol(o->f, j, true, reltol, fmax(fabs(wn), fabs(w[j])))) small = false;
-            z[j] = zn;
-            w[j] = wn;
-        }
-        if (small) {
-            /* a state with a capacitance or inductance that is not
-             * positive (plates through each other) is no steady state */
-            ok = residual(o, z, w) == 0 && emn_form_check_values(o->f, z, NULL) < 0;
-            break;
+            z[j] += dx[j];
+            w[j] += dx[n + j];
         }
     }
     if (!ok) {
@@ -239,26 +301,36 @@ static int vanishing_coordinate(opsys *o, const double *z, const double *w)
     for (int col2 = 0; col2 < n; col2++)
         for (int k = J->Ap[col2]; k < J->Ap[col2 + 1]; k++)
             if (o->Fz[k] != 0) held[col2] = true;
-    int best = -1;
-    double bv = -1;
+    /* each component relative to the size of coordinates of its kind (a
+     * pendulum resting at zero is no less settled than a shaft at 1 rad);
+     * a mechanical coordinate is named before an electrical one whenever
+     * one moves at all: that is the motion the user sees run away */
+    double kind_size[3] = {0, 0, 0};
+    for (int j = 0; j < n; j++) kind_size[o->f->coord[j].kind] = fmax(kind_size[o->f->coord[j].kind], fabs(z[j]));
+    int best = -1, bestm = -1;
+    double bv = -1, bvm = -1;
     for (int j = 0; j < n; j++) {
         if (!held[j]) continue;
-        double r = fabs(v[j]) / (fabs(z[j]) + 1e-300);
-        if (isfinite(r) && r > bv) { bv = r; best = j; }
+        double r = fabs(v[j]) / (fabs(z[j]) + kind_size[o->f->coord[j].kind] + 1e-300);
+        if (!isfinite(r)) continue;
+        if (r > bv) { bv = r; best = j; }
+        if (o->f->coord[j].kind == EMN_COORD_MECH && r > bvm) { bvm = r; bestm = j; }
     }
+    if (bestm >= 0 && bvm >= 1e-6 * bv) best = bestm;
     free(v);
     free(held);
     return best;
 }
 
-int emn_op_solve(emn_form *f, double reltol, double *z, double *w, int *bad, char *msg, int msglen,
-                 emn_op_stats *st)
+int emn_op_solve(emn_form *f, double reltol, const double *p0, double *z, double *w, int *bad, char *msg,
+                 int msglen, emn_op_stats *st)
 {
     opsys o;
     emn_op_stats local = {0};
     if (!st) st = &local;
     memset(st, 0, sizeof *st);
     opsys_init(&o, f);
+    o.p0 = p0;
     int n = f->n, badc = -1;
     double *z0 = emn_xmalloc((size_t)n * sizeof(double) + 1), *w0 = emn_xmalloc((size_t)n * sizeof(double) + 1);
     memcpy(z0, z, (size_t)n * sizeof(double));

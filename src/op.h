@@ -26,12 +26,13 @@ typedef struct emn_op_stats {
 
 /*
  * Solve for the steady state.  z and w hold the initial guess on entry
- * (coordinates and momenta kept in free directions come from it) and the
- * solution on return.  reltol scales the convergence test.  Returns 0, or
+ * and the solution on return; p0 (may be NULL: zero) holds the momenta that
+ * directions nothing else fixes keep (the charge IC= leaves on a floating
+ * node, the flux of a loop of inductors).  reltol scales the convergence test.  Returns 0, or
  * -1 when no steady state was found; then *bad (if non-NULL) is the
  * coordinate with the largest residual and msg says what happened.
  */
-int emn_op_solve(emn_form *f, double reltol, double *z, double *w, int *bad, char *msg, int msglen,
-                 emn_op_stats *st);
+int emn_op_solve(emn_form *f, double reltol, const double *p0, double *z, double *w, int *bad, char *msg,
+                 int msglen, emn_op_stats *st);
 
 #endif

@@ -706,12 +706,12 @@ static int initial_state(sim *S, const double *zop, const double *wop, double *z
 
 /* Solve for the steady state from the initial guess in (z, w); records an
  * error naming the coordinate when there is none. */
-static int op_state(sim *S, double *z, double *w, emn_diag *d)
+static int op_state(sim *S, const double *p0, double *z, double *w, emn_diag *d)
 {
     emn_form *f = S->f;
     char msg[256];
     int bad = -1;
-    if (emn_op_solve(f, S->c->opt.reltol, z, w, &bad, msg, sizeof msg, NULL) == 0) return 0;
+    if (emn_op_solve(f, S->c->opt.reltol, p0, z, w, &bad, msg, sizeof msg, NULL) == 0) return 0;
     if (bad >= 0 && bad < f->n) {
         const char *el = NULL;
         emn_form_set_dc(f, 1);
@@ -782,7 +782,7 @@ int emn_sim_op(const emn_circuit *c, emn_form_kind kind, emn_diag *d, FILE *out,
     double *z = emn_xcalloc((size_t)n + 1, sizeof(double)), *w = emn_xcalloc((size_t)n + 1, sizeof(double));
     double *p0 = emn_xcalloc((size_t)n + 1, sizeof(double));
     if (initial_state(&S, NULL, NULL, z, p0, d) < 0) status = EMN_EXIT_INVALID;
-    else if (op_state(&S, z, w, d) < 0) status = EMN_EXIT_FAILED;
+    else if (op_state(&S, p0, z, w, d) < 0) status = EMN_EXIT_FAILED;
     else {
         emn_form_set_dc(f, 1);
         double *dp = emn_xcalloc((size_t)n + 1, sizeof(double)), *dF = emn_xcalloc((size_t)n + 1, sizeof(double));
@@ -821,7 +821,12 @@ void emn_op_result_free(emn_op_result *r)
 
 /* ------------------------------------------------------------ the run */
 
-/* Update the branch duals for the point just accepted (or the start). */
+/* Update the branch duals for the point just accepted (or the start).
+ * The momentum rates come from the parabola through the last three
+ * points (two after a breakpoint's restart): second order like the
+ * integrator, and, unlike the trapezoidal rule's own derivative
+ * recursion, free of a memory that would carry any error at the start
+ * forward undamped. */
 static void update_duals(sim *S, const double *z, const double *w, bool start)
 {
     if (!S->need_dual) return;
@@ -830,14 +835,20 @@ static void update_duals(sim *S, const double *z, const double *w, bool start)
     S->pi2 = S->pi1;
     S->pi1 = S->pi;
     S->pi = t;
-    t = S->pidot1;
-    S->pidot1 = S->pidot;
-    S->pidot = t;
     branch_duals(S, z, w);
     const emn_integ *it = S->it;
-    for (int sl = 0; sl < ns; sl++)
-        S->pidot[sl] = start ? 0 : it->a0 * S->pi[sl] + it->a1 * S->pi1[sl] + it->a2 * S->pi2[sl] +
-                                   it->b1 * S->pidot1[sl];
+    if (start) {
+        memset(S->pidot, 0, (size_t)ns * sizeof(double));
+        return;
+    }
+    double h1 = it->tpast[0] - it->tpast[1];
+    if (it->order < 2 || it->npast < 2) {
+        for (int sl = 0; sl < ns; sl++) S->pidot[sl] = (S->pi[sl] - S->pi1[sl]) / h1;
+        return;
+    }
+    double h2 = it->tpast[1] - it->tpast[2];
+    double c0 = (2 * h1 + h2) / (h1 * (h1 + h2)), c1 = -(h1 + h2) / (h1 * h2), c2 = h1 / (h2 * (h1 + h2));
+    for (int sl = 0; sl < ns; sl++) S->pidot[sl] = c0 * S->pi[sl] + c1 * S->pi1[sl] + c2 * S->pi2[sl];
 }
 
 /* Name the element that dominates coordinate j's equation. */
@@ -971,19 +982,20 @@ int emn_sim_tran(const emn_circuit *c, const emn_sim_opts *o, emn_diag *d, bool 
     io.tstop = c->tstop;
     io.hmax = c->tmax > 0 ? c->tmax : fmin(c->tstep, (c->tstop - c->tstart) / 50);
     if (!(io.hmax > 0)) io.hmax = c->tstop / 50;
-    io.hmin = c->tstop * 1e-15;
+    io.hmin = io.hmax * 1e-11;     /* as SPICE's smallest step relative to its largest */
     emn_integ *it = emn_integ_new(f, &io);
     S.it = it;
 
     double *z0 = emn_xcalloc((size_t)f->n + 1, sizeof(double));
     double *p0 = emn_xcalloc((size_t)f->n + 1, sizeof(double));
     double *buf = emn_xcalloc((size_t)S.nsig + 1, sizeof(double));
+    double *v1 = emn_xcalloc((size_t)S.nsig + 1, sizeof(double));
     double *pi0 = NULL, *Fs0 = NULL;
     double *zop = NULL, *wop = NULL;
     if (!c->uic) {
         zop = emn_xcalloc((size_t)f->n + 1, sizeof(double));
         wop = emn_xcalloc((size_t)f->n + 1, sizeof(double));
-        if (initial_state(&S, NULL, NULL, zop, p0, d) < 0 || op_state(&S, zop, wop, d) < 0) {
+        if (initial_state(&S, NULL, NULL, zop, p0, d) < 0 || op_state(&S, p0, zop, wop, d) < 0) {
             free(zop);
             free(wop);
             status = EMN_EXIT_FAILED;
@@ -1072,26 +1084,50 @@ int emn_sim_tran(const emn_circuit *c, const emn_sim_opts *o, emn_diag *d, bool 
             break;
         }
         update_duals(&S, it->z[0], it->w[0], false);
+        long nacc = it->st.steps;
+        bool at_end = it->t >= tstop * (1 - 1e-12);
+        if (first && nacc == 1 && !at_end) {
+            /* hold t1 until the second step: the start's momentum rates
+             * come from the parabola through the first three points */
+            compute_signals(&S, it->z[0], it->w[0], v1);
+            continue;
+        }
         if (first) {
-            /* the t = 0 point, now that the duals' derivatives are known */
             first = false;
-            double *pi_now = emn_xmalloc((size_t)ns * sizeof(double) * 2), *Fs_now = pi_now + ns;
-            memcpy(pi_now, S.pi, (size_t)ns * sizeof(double));
-            memcpy(Fs_now, S.Fs, (size_t)ns * sizeof(double));
+            int i0 = nacc >= 2 ? 2 : 1;         /* history slot of t = 0 */
+            double t0 = it->tpast[i0];
+            double *save = emn_xmalloc(3 * (size_t)ns * sizeof(double));
+            memcpy(save, S.pi, (size_t)ns * sizeof(double));
+            memcpy(save + ns, S.pidot, (size_t)ns * sizeof(double));
+            memcpy(save + 2 * ns, S.Fs, (size_t)ns * sizeof(double));
+            if (nacc >= 2) {
+                double h1 = it->tpast[1] - t0, h2 = it->tpast[0] - it->tpast[1];
+                double c0 = -(2 * h1 + h2) / (h1 * (h1 + h2)), c1 = (h1 + h2) / (h1 * h2),
+                       c2 = -h1 / (h2 * (h1 + h2));
+                for (int sl = 0; sl < ns; sl++)
+                    S.pidot[sl] = c0 * S.pi2[sl] + c1 * S.pi1[sl] + c2 * S.pi[sl];
+            }
             memcpy(S.pi, pi0, (size_t)ns * sizeof(double));
             memcpy(S.Fs, Fs0, (size_t)ns * sizeof(double));
-            emn_form_set_time(f, it->tpast[1]);
-            compute_signals(&S, it->z[1], it->w[1], S.val[0]);
-            S.tval[0] = it->tpast[1];
+            emn_form_set_time(f, t0);
+            compute_signals(&S, it->z[i0], it->w[i0], S.val[0]);
+            S.tval[0] = t0;
             S.nval = 1;
-            if (tnext <= S.tval[0]) {
+            if (tnext <= t0 * (1 + 1e-12) + 1e-300) {
                 write_row(&S, &W, res, keep, tnext, S.val[0]);
                 k++;
                 tnext = tstart + (double)k * tstep;
             }
-            memcpy(S.pi, pi_now, (size_t)ns * sizeof(double));
-            memcpy(S.Fs, Fs_now, (size_t)ns * sizeof(double));
-            free(pi_now);
+            memcpy(S.pi, save, (size_t)ns * sizeof(double));
+            memcpy(S.pidot, save + ns, (size_t)ns * sizeof(double));
+            memcpy(S.Fs, save + 2 * ns, (size_t)ns * sizeof(double));
+            free(save);
+            if (nacc >= 2) {                    /* then the held t1 */
+                shift_values(&S, it->tpast[1]);
+                memcpy(S.val[0], v1, (size_t)S.nsig * sizeof(double));
+                S.order_last = 1;
+                emit_points(&S, &W, res, keep, &tnext, &k, tstep, tstart, tstop, buf);
+            }
             emn_form_set_time(f, it->t);
         }
         shift_values(&S, it->t);
@@ -1133,6 +1169,7 @@ done:
     free(z0);
     free(p0);
     free(buf);
+    free(v1);
     emn_integ_free(&it);
     sim_free(&S);
     emn_form_free(&f);

@@ -151,10 +151,6 @@ for case in "rc:$RC" "rl:$RL" "rlc:$RLC" "msd:$MSD" "ms_ic:$MSIC"; do
         for form in charge flux; do
             tran "$net" -form $form -method $method
             ok $rc "$net $form $method: runs to tstop (exit 0)" "exit status $rc" "$err"
-            case "$net $form $method" in
-            "rlc flux trap" | "rlc flux gear")
-                TODO="flux formulation: i(c1) at t=0 is 9.8e-6 A, must be 0 (= i(l1), uncharged C and L at rest)" ;;
-            esac
             check_analytic "$WORK/tbl" $TOL "$net $form $method: every signal within 1e-4 of its peak of the closed form" "$code"
             TODO=
         done
@@ -238,14 +234,12 @@ for form in charge flux; do
 
     tran pulse_rc -form $form -r "$WORK/pulse.raw"
     ok $rc "pulse_rc $form: runs (exit 0)" "exit status $rc" "$err"
-    TODO="since 45c0179 the first step after the PULSE's corner is off (t=0.2m: trap 0.0965597, gear 0.109595, exact 0.0967484)"
     check_analytic "$WORK/tbl" $TOL "pulse_rc $form: RC behind a PULSE follows the piecewise-exponential solution (1e-4)" "$PULSE"
     TODO=
     raw_binary_table "$WORK/pulse.raw" >"$WORK/pulse.rawtbl"
     select_cols "$WORK/pulse.rawtbl" "v(in)" >"$WORK/pulse.raw.vin"
     check_analytic "$WORK/pulse.raw.vin" 1e-12 "pulse_rc $form: the PULSE itself is exact to 1e-12 in the raw file" "$PULSE"
     tran pulse_rc -form $form -method gear
-    TODO="since 45c0179 the first step after the PULSE's corner is off (t=0.2m: trap 0.0965597, gear 0.109595, exact 0.0967484)"
     check_analytic "$WORK/tbl" $TOL "pulse_rc $form gear: piecewise-exponential solution (1e-4)" "$PULSE"
     TODO=
 done
