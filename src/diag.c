@@ -13,6 +13,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#define EMN_MAX_FILE_BYTES (1L << 30)
+
 static void index_lines(emn_srcfile *f)
 {
     int cap = 64, n = 0;
@@ -52,6 +54,12 @@ emn_srcfile *emn_diag_read_file(emn_diag *d, const char *path, emn_loc from)
         emn_diag_error(d, from, "cannot read '%s': is a directory", path);
         return NULL;
     }
+    /* A device would be read forever (/dev/zero) or block (a terminal);
+     * pipes stay allowed, for `emnet -tran <(generator)`. */
+    if (stat(path, &st) == 0 && (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode))) {
+        emn_diag_error(d, from, "cannot read '%s': not a regular file", path);
+        return NULL;
+    }
     FILE *fp = fopen(path, "rb");
     if (!fp) {
         emn_diag_error(d, from, "cannot read '%s': %s", path, strerror(errno));
@@ -61,6 +69,14 @@ emn_srcfile *emn_diag_read_file(emn_diag *d, const char *path, emn_loc from)
     char chunk[65536];
     size_t got;
     while ((got = fread(chunk, 1, sizeof chunk, fp)) > 0) {
+        /* Offsets and line starts are ints. */
+        if ((long)b.n + (long)got > EMN_MAX_FILE_BYTES) {
+            fclose(fp);
+            emn_buf_free(&b);
+            emn_diag_error(d, from, "cannot read '%s': larger than %ld bytes", path,
+                           (long)EMN_MAX_FILE_BYTES);
+            return NULL;
+        }
         EMN_GROW(b, b.n + (int)got + 1);
         memcpy(b.v + b.n, chunk, got);
         b.n += (int)got;

@@ -1135,6 +1135,45 @@ emn_form *emn_form_build(const emn_circuit *c, emn_form_kind kind, emn_diag *d)
     f->nnonlinear = nl.n;
     f->pts.row = pts.row.v; f->pts.col = pts.col.v; f->pts.val = pts.val.v; f->pts.n = pts.row.n;
     f->fts.row = fts.row.v; f->fts.col = fts.col.v; f->fts.val = fts.val.v; f->fts.n = fts.row.n;
+
+    /* the constant arrays compressed for the fused evaluation */
+    f->lin_ptr = emn_xcalloc((size_t)f->n + 1, sizeof(int));
+    int cnt = 0;
+    for (int k = 0; k < nnz; k++)
+        if (f->Apz[k] != 0 || f->Apw[k] != 0 || f->Afz[k] != 0 || f->Afw[k] != 0) cnt++;
+    f->lin_row = emn_xmalloc((size_t)cnt * sizeof(int) + 1);
+    f->lin_v = emn_xmalloc(4 * (size_t)cnt * sizeof(double) + 1);
+    cnt = 0;
+    for (int col = 0; col < f->n; col++) {
+        for (int k = f->J.Ap[col]; k < f->J.Ap[col + 1]; k++) {
+            if (f->Apz[k] == 0 && f->Apw[k] == 0 && f->Afz[k] == 0 && f->Afw[k] == 0) continue;
+            f->lin_row[cnt] = f->J.Ai[k];
+            f->lin_v[4 * cnt] = f->Apz[k];
+            f->lin_v[4 * cnt + 1] = f->Apw[k];
+            f->lin_v[4 * cnt + 2] = f->Afz[k];
+            f->lin_v[4 * cnt + 3] = f->Afw[k];
+            cnt++;
+        }
+        f->lin_ptr[col + 1] = cnt;
+    }
+
+    /* which sources' integrals are used: a time coupling of a linear term,
+     * an offset of a branch or node, or a nonlinear term's source slot */
+    f->need_int = emn_xcalloc((size_t)f->nsrc + 1, sizeof(bool));
+    for (int k = 0; k < f->pts.n; k++) if (f->pts.col[k] < f->nsrc) f->need_int[f->pts.col[k]] = true;
+    for (int k = 0; k < f->fts.n; k++) if (f->fts.col[k] < f->nsrc) f->need_int[f->fts.col[k]] = true;
+    for (int sl = 0; sl < f->slots.n; sl++) {
+        const emn_lmap *m = &f->slots.v[sl];
+        if (m->nc == 0 && m->nd == 1) continue;       /* a source's own slot */
+        for (int q = 0; q < m->nd; q++) f->need_int[m->di[q]] = true;
+    }
+    for (int i = 0; i < f->nnonlinear; i++) {
+        const emn_term *tm = &f->terms.v[f->nonlinear[i]];
+        for (int a = 0; a < tm->m; a++) {
+            const emn_lmap *m = &f->slots.v[tm->slot[a]];
+            for (int q = 0; q < m->nd; q++) f->need_int[m->di[q]] = true;
+        }
+    }
     return f;
 }
 
@@ -1171,6 +1210,7 @@ void emn_form_free(emn_form **pf)
     free(f->fts.row); free(f->fts.col); free(f->fts.val);
     free(f->nonlinear);
     free(f->scratch);
+    free(f->lin_ptr); free(f->lin_row); free(f->lin_v); free(f->need_int);
     emn_arena_free(&f->ar);
     free(f);
     *pf = NULL;
@@ -1200,8 +1240,13 @@ void emn_form_set_time(emn_form *f, double t)
     f->t = t;
     for (int s = 0; s < f->nsrc; s++) {
         emn_source *src = (emn_source *)&c->elems.v[f->src_elem[s]].src;
+        if (src->kind == EMN_WAVE_NONE) {       /* DC: nothing to look up */
+            f->s[s] = src->dc;
+            f->S[s] = src->dc * t;
+            continue;
+        }
         f->s[s] = emn_wave_value(src, t);
-        f->S[s] = emn_wave_integral(src, t);
+        f->S[s] = f->need_int && !f->need_int[s] ? 0 : emn_wave_integral(src, t);
     }
     time_parts(f);
 }
@@ -1234,16 +1279,20 @@ int emn_form_eval(emn_form *f, const double *z, const double *w, double *p, doub
     int n = f->n;
     memcpy(p, f->pt, (size_t)n * sizeof(double));
     memcpy(F, f->ft, (size_t)n * sizeof(double));
-    spmv_add(&f->J, f->Apz, z, p, false);
-    spmv_add(&f->J, f->Apw, w, p, false);
-    spmv_add(&f->J, f->Afz, z, F, false);
-    spmv_add(&f->J, f->Afw, w, F, false);
-    if (scale) {
+    if (scale)
         for (int j = 0; j < n; j++) scale[j] = fabs(f->pt[j]) + fabs(f->ft[j]);
-        spmv_add(&f->J, f->Apz, z, scale, true);
-        spmv_add(&f->J, f->Apw, w, scale, true);
-        spmv_add(&f->J, f->Afz, z, scale, true);
-        spmv_add(&f->J, f->Afw, w, scale, true);
+    /* one pass over the constant part: p += Apz z + Apw w, F += Afz z + Afw w */
+    const int *lp = f->lin_ptr, *lr = f->lin_row;
+    const double *lv = f->lin_v;
+    for (int col = 0; col < n; col++) {
+        double zc = z[col], wc = w[col];
+        for (int k = lp[col]; k < lp[col + 1]; k++) {
+            const double *v = lv + 4 * k;
+            double dp = v[0] * zc + v[1] * wc, dF = v[2] * zc + v[3] * wc;
+            p[lr[k]] += dp;
+            F[lr[k]] += dF;
+            if (scale) scale[lr[k]] += fabs(v[0] * zc) + fabs(v[1] * wc) + fabs(v[2] * zc) + fabs(v[3] * wc);
+        }
     }
     double *loc = f->scratch;
     for (int i = 0; i < f->nnonlinear; i++) {

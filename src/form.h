@@ -126,6 +126,11 @@ typedef struct emn_form {
     /* time coupling of linear terms: p += Pts * [S; s], F += Fts * [S; s] */
     struct { int *row, *col; double *val; int n, cap; } pts, fts;
     double *p0, *f0;                /* constant parts */
+    /* the four constant arrays again, compressed to the entries where one
+     * is nonzero (column-major), for one fused pass per evaluation */
+    int *lin_ptr, *lin_row;
+    double *lin_v;      /* 4 per entry: dp/dz, dp/dw, dF/dz, dF/dw */
+    bool *need_int;     /* per source: its integral is used somewhere */
     int *nonlinear;     /* indices of nonlinear terms */
     int nnonlinear;
     double *scratch;    /* per-term local workspace */

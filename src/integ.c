@@ -421,6 +421,18 @@ static double ladder(const emn_integ *it, double h)
     return k > 60 ? h : ldexp(hm, -k);
 }
 
+/* The largest ladder step not above h (h itself if it is one, within
+ * rounding). */
+static double ladder_floor(const emn_integ *it, double h)
+{
+    double hm = it->o.hmax;
+    if (h >= hm) return hm;
+    int k = (int)floor(log2(hm / h) + 1e-9);
+    double l = ldexp(hm, -k);
+    if (l > h * (1 + 1e-9)) l = ldexp(hm, -(k + 1));
+    return fabs(l - h) <= 1e-9 * h ? h : l;
+}
+
 int emn_integ_step(emn_integ *it, double tlimit)
 {
     emn_form *f = it->f;
@@ -447,10 +459,16 @@ int emn_integ_step(emn_integ *it, double tlimit)
     for (;;) {
         double target = fmin(it->next_bp, tlimit);
         bool lands = false;
+        if (linear && t + h < target * (1 - 1e-13)) {
+            /* the largest ladder step that fits: breakpoints on the grid
+             * of hmax / 2^k are reached without leaving the ladder */
+            double room = target - t;
+            if (room < h) h = fmin(h, ladder_floor(it, room));
+        }
         if (t + h >= target * (1 - 1e-13) || t + h >= target - 1e-13 * fabs(h)) {
             h = target - t;
             lands = true;
-        } else if (t + 2 * h > target) {
+        } else if (!linear && t + 2 * h > target) {
             h = (target - t) / 2;   /* no sliver of a step before the target */
         }
         if (h < it->o.hmin) {

@@ -59,7 +59,7 @@ typedef struct emn_integ {
     double next_bp;         /* next breakpoint after t */
     bool restart;           /* next step is first order (start, breakpoint) */
     emn_lu *lu;             /* nonlinear circuits: refactored every iteration */
-#define EMN_LU_CACHE 8
+#define EMN_LU_CACHE 16
     emn_lu *cache_lu[EMN_LU_CACHE];   /* linear circuits: factorizations by a */
     double cache_a[EMN_LU_CACHE];
     long cache_used[EMN_LU_CACHE], cache_clock;

@@ -30,6 +30,15 @@
 
 #define EMN_INCLUDE_DEPTH 64
 #define EMN_SUBCKT_DEPTH 100
+/* Deeper expressions would overflow the C stack in the recursive walkers of
+ * expr.c (and bison's stack long before a human writes one). */
+#define EMN_EXPR_DEPTH 1000
+/* Memory bounds: a netlist (or a subcircuit expanded exponentially) past
+ * these is refused with a message instead of exhausting memory or time. */
+#define EMN_MAX_NODES 10000000
+#define EMN_MAX_CARDS 10000000     /* element and instance cards after expansion */
+#define EMN_MAX_ERRORS 1000        /* then expansion stops: nobody reads more */
+#define EMN_MAX_CARD_BYTES (1L << 20)  /* one card, continuation lines included */
 
 /* ------------------------------------------------------------------ names */
 
@@ -165,6 +174,11 @@ struct emn_build {
     struct { eleminfo *v; int n, cap; } einfo;
     struct { card **v; int n, cap; } late;     /* .ic, .print, .save */
     emn_buf scratch;
+    long ncards;                /* element and instance cards expanded */
+    long max_nodes, max_cards;  /* EMN_MAX_NODES, EMN_MAX_CARDS or lower */
+    bool too_big;               /* a limit was hit: expansion has stopped */
+    /* depths of the expressions built so far, by address */
+    struct { const emn_expr **key; int *val; int n, cap; } depth;
 };
 
 const char *emn_build_text(emn_loc loc)
@@ -434,6 +448,8 @@ static emn_loc last_loc(const emn_exprlist *l)
     return l->loc;
 }
 
+static const emn_expr *depth_checked(emn_build *b, const emn_expr *e);
+
 const emn_expr *emn_build_call(emn_build *b, emn_loc name, emn_exprlist *args)
 {
     emn_exprlist *rev = NULL;
@@ -482,17 +498,84 @@ const emn_expr *emn_build_call(emn_build *b, emn_loc name, emn_exprlist *args)
     const emn_expr **v = emn_arena_alloc(b->ar, (size_t)(n ? n : 1) * sizeof *v);
     int i = 0;
     for (emn_exprlist *a = rev; a; a = a->next) v[i++] = a->e;
-    return emn_expr_call(b->ar, (emn_func)id, n, v, name);
+    return depth_checked(b, emn_expr_call(b->ar, (emn_func)id, n, v, name));
+}
+
+static uint32_t hash_ptr(const void *p)
+{
+    uint64_t h = (uint64_t)(uintptr_t)p * 0x9E3779B97F4A7C15ull;
+    return (uint32_t)(h >> 32);
+}
+
+static void depth_put(emn_build *b, const emn_expr *e, int v)
+{
+    if (2 * (b->depth.n + 1) > b->depth.cap) {
+        int oc = b->depth.cap;
+        const emn_expr **ok = b->depth.key;
+        int *ov = b->depth.val;
+        b->depth.cap = oc ? 2 * oc : 256;
+        b->depth.key = emn_xcalloc((size_t)b->depth.cap, sizeof *b->depth.key);
+        b->depth.val = emn_xcalloc((size_t)b->depth.cap, sizeof *b->depth.val);
+        b->depth.n = 0;
+        for (int i = 0; i < oc; i++)
+            if (ok[i]) depth_put(b, ok[i], ov[i]);
+        free(ok);
+        free(ov);
+    }
+    uint32_t m = (uint32_t)b->depth.cap - 1, i = hash_ptr(e) & m;
+    while (b->depth.key[i] && b->depth.key[i] != e) i = (i + 1) & m;
+    if (!b->depth.key[i]) b->depth.n++;
+    b->depth.key[i] = e;
+    b->depth.val[i] = v;
+}
+
+/* The depth of e, or more than EMN_EXPR_DEPTH if it is too deep.  Nodes the
+ * parser built are remembered, so a chain of n operators costs O(n); the
+ * recursion only walks nodes the simplifying constructors made afresh, and
+ * never deeper than the limit. */
+static int expr_depth(emn_build *b, const emn_expr *e, int level)
+{
+    if (!e) return 0;
+    if (level > EMN_EXPR_DEPTH) return EMN_EXPR_DEPTH + 1;
+    if (b->depth.cap) {
+        uint32_t m = (uint32_t)b->depth.cap - 1, i = hash_ptr(e) & m;
+        for (; b->depth.key[i]; i = (i + 1) & m)
+            if (b->depth.key[i] == e) return b->depth.val[i];
+    }
+    int d = 0, k;
+    switch (e->op) {
+    case EMN_EX_NUM: case EMN_EX_VAR: case EMN_EX_NAME: case EMN_EX_XREF: return 1;
+    case EMN_EX_CALL:
+        for (int i = 0; i < e->nargs; i++)
+            if ((k = expr_depth(b, e->args[i], level + 1)) > d) d = k;
+        break;
+    default:
+        d = expr_depth(b, e->a, level + 1);
+        if ((k = expr_depth(b, e->b, level + 1)) > d) d = k;
+        break;
+    }
+    depth_put(b, e, d + 1);
+    return d + 1;
+}
+
+/* Every operator the parser builds passes here: past the limit the card is
+ * in error once and the expression is cut to 0, so the walkers never see it. */
+static const emn_expr *depth_checked(emn_build *b, const emn_expr *e)
+{
+    if (expr_depth(b, e, 0) <= EMN_EXPR_DEPTH) return e;
+    if (!b->card_bad)
+        error(b, b->cur_loc, "expression nested more than %d deep", EMN_EXPR_DEPTH);
+    return emn_expr_num(b->ar, 0);
 }
 
 const emn_expr *emn_build_binary(emn_build *b, emn_exop op, const emn_expr *x, const emn_expr *y)
 {
-    return emn_expr_binary(b->ar, op, x, y);
+    return depth_checked(b, emn_expr_binary(b->ar, op, x, y));
 }
 
 const emn_expr *emn_build_neg(emn_build *b, const emn_expr *x)
 {
-    return emn_expr_neg(b->ar, x);
+    return depth_checked(b, emn_expr_neg(b->ar, x));
 }
 
 /* ---------------------------------------------------------------- reading */
@@ -618,6 +701,7 @@ static void begin_subckt(emn_build *b, card *k)
     if (old >= 0) {
         error(b, s->loc, "subcircuit '%s' is defined twice", s->name);
         emn_diag_note(b->d, b->defs.v[old]->loc, "first definition of '%s'", s->name);
+        map_free(&s->portmap);  /* only defs' maps are freed at the end */
         return;
     }
     map_put(&b->subckts, s->name, b->defs.n);
@@ -653,6 +737,16 @@ void emn_build_card_end(emn_build *b)
     int i = 0;
     for (emn_field *f = b->cur.head; f; f = f->next) k->f[i++] = f;
     b->cur = (emn_flist){0};
+    if (k->nf > 0) {
+        emn_loc e = field_loc(k->f[k->nf - 1]);
+        long from = k->loc.file->line_start[k->loc.line] + k->loc.col - 1;
+        long to = e.file ? e.file->line_start[e.line] + e.col - 1 + e.len : from;
+        if (to - from > EMN_MAX_CARD_BYTES) {
+            error(b, k->loc, "line too long: %ld bytes with its continuations (the limit is %ld)",
+                  to - from, EMN_MAX_CARD_BYTES);
+            return;
+        }
+    }
     const char *w = emn_build_text(k->loc);
     if (w[0] == '.') {
         const char *name = lower_tmp(b, k->loc);
@@ -726,6 +820,11 @@ static void scope_free(scope *sc)
 static int add_node(emn_build *b, const char *name, emn_loc loc)
 {
     int i = b->c->nodes.n;
+    if (i >= b->max_nodes) {
+        if (!b->too_big) error(b, loc, "too many nodes (the limit is %ld)", b->max_nodes);
+        b->too_big = true;
+        return 0;               /* ground: the circuit is discarded anyway */
+    }
     EMN_PUSH(b->c->nodes, ((emn_node){name, EMN_DOM_NONE, loc, -1}));
     EMN_PUSH(b->ninfo, ((nodeinfo){0}));
     map_put(&b->nodes, name, i);
@@ -1313,6 +1412,18 @@ static void add_instance(emn_build *b, const inst *in, const card *k)
 /* An element or instance card. */
 static void add_card(emn_build *b, const inst *in, const card *k)
 {
+    if (b->too_big) return;
+    if (++b->ncards > b->max_cards) {
+        error(b, k->loc, "too many elements after subcircuit expansion (the limit is %ld)",
+              b->max_cards);
+        b->too_big = true;
+        return;
+    }
+    if (b->d->nerrors >= EMN_MAX_ERRORS) {
+        emn_diag_note(b->d, k->loc, "too many errors; expansion stopped here");
+        b->too_big = true;
+        return;
+    }
     const char *w = emn_build_text(k->loc);
     if (tolower((unsigned char)w[0]) == 'x') {
         add_instance(b, in, k);
@@ -1817,6 +1928,16 @@ static void build_top(emn_build *b)
     scope_free(&global);
 }
 
+/* A limit, lowered (never raised) by the environment variable `name`: the
+ * tests reach the memory limits this way without allocating gigabytes. */
+static long limit_from_env(const char *name, long limit)
+{
+    const char *s = getenv(name);
+    char *end;
+    long v = s ? strtol(s, &end, 10) : 0;
+    return s && *end == '\0' && v > 0 && v < limit ? v : limit;
+}
+
 static emn_circuit *read_netlist(const char *path, const char *text, long len, emn_diag *d)
 {
     emn_circuit *c = emn_xcalloc(1, sizeof *c);
@@ -1824,6 +1945,8 @@ static emn_circuit *read_netlist(const char *path, const char *text, long len, e
     c->path = emn_arena_strdup(c->arena, path);
     emn_netlist_default_options(&c->opt);
     emn_build b = {.d = d, .c = c, .ar = c->arena, .tmp = emn_arena_new()};
+    b.max_nodes = limit_from_env("EMNET_MAX_NODES", EMN_MAX_NODES);
+    b.max_cards = limit_from_env("EMNET_MAX_ELEMENTS", EMN_MAX_CARDS);
     int errs = d->nerrors;
     emn_srcfile *f = text ? emn_diag_add_text(d, path, text, len) : emn_diag_read_file(d, path, EMN_NOLOC);
     if (f) {
@@ -1850,6 +1973,8 @@ static emn_circuit *read_netlist(const char *path, const char *text, long len, e
     free(b.einfo.v);
     free(b.late.v);
     emn_buf_free(&b.scratch);
+    free(b.depth.key);
+    free(b.depth.val);
     emn_arena_free(&b.tmp);
     if (d->nerrors != errs) emn_netlist_free(&c);
     return c;

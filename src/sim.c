@@ -62,6 +62,10 @@ typedef struct sim {
     double *val[3], tval[3];
     int nval;
     int order_last;
+    /* mechanical nodes, and the C(x)/L(x) elements, so per-step loops
+     * skip the rest of a large circuit */
+    int *mnodes, nmnodes;
+    int *valued, nvalued;
     /* force expressions for f(E,m): dEnergy-coefficient/dx(m) */
     const emn_expr **fexpr;
     emn_arena *ar;
@@ -149,15 +153,13 @@ static void xrate_free(xrate *x)
 static void mech_state(sim *S, const double *z, const double *w)
 {
     const emn_form *f = S->f;
-    for (int v = 0; v < S->nn; v++) {
-        S->nx[v] = S->nu[v] = 0;
-        int j = f->node_coord[v];
-        if (j >= 0 && f->coord[j].kind == EMN_COORD_MECH) {
-            S->nx[v] = z[j];
-            S->nu[v] = w[j];
-        }
+    for (int k = 0; k < S->nmnodes; k++) {
+        int v = S->mnodes[k], j = f->node_coord[v];
+        S->nx[v] = j >= 0 ? z[j] : 0;
+        S->nu[v] = j >= 0 ? w[j] : 0;
     }
-    for (int v = 0; v < S->nn; v++) {
+    for (int k = 0; k < S->nmnodes; k++) {
+        int v = S->mnodes[k];
         if (S->c->nodes.v[v].jdef < 0) continue;
         double x = xrate_value(&S->xnode[v], S->nx), u = xrate_rate(&S->xnode[v], S->nx, S->nu);
         S->nx[v] = x;       /* J nodes depend only on free nodes: order does not matter */
@@ -423,6 +425,14 @@ static void sim_init(sim *S, const emn_circuit *c, emn_form *f, bool want_prints
     S->xnode = emn_xcalloc((size_t)S->nn + 1, sizeof(xrate));
     S->nmech = emn_xcalloc((size_t)S->nn + 1, sizeof(xrate));
     S->bmech = emn_xcalloc((size_t)S->ne + 1, sizeof(xrate));
+    S->mnodes = emn_xmalloc((size_t)S->nn * sizeof(int) + 1);
+    S->valued = emn_xmalloc((size_t)S->ne * sizeof(int) + 1);
+    S->nmnodes = S->nvalued = 0;
+    for (int v = 1; v < S->nn; v++)
+        if (c->nodes.v[v].dom == EMN_DOM_MECH) S->mnodes[S->nmnodes++] = v;
+    for (int e = 0; e < S->ne; e++)
+        if (c->elems.v[e].vexpr && (c->elems.v[e].kind == EMN_C || c->elems.v[e].kind == EMN_L))
+            S->valued[S->nvalued++] = e;
     for (int v = 1; v < S->nn; v++) {
         if (c->nodes.v[v].jdef >= 0) xrate_init(S->ar, &S->xnode[v], emn_form_xnode(f, v));
         if (!S->charge && f->node_mech && f->node_mech[v]) xrate_init(S->ar, &S->nmech[v], f->node_mech[v]);
@@ -468,7 +478,7 @@ static void sim_free(sim *S)
         xrate_free(&S->nmech[v]);
     }
     for (int e = 0; e < S->ne; e++) xrate_free(&S->bmech[e]);
-    free(S->xnode); free(S->nmech); free(S->bmech);
+    free(S->xnode); free(S->nmech); free(S->bmech); free(S->mnodes); free(S->valued);
     free(S->nx); free(S->nu);
     free(S->pi); free(S->pidot); free(S->pi1); free(S->pi2); free(S->pidot1); free(S->Fs);
     free(S->ndv); free(S->nodecur); free(S->bcur);
@@ -881,9 +891,8 @@ static const char *dominant_element(sim *S, int j, const double *z, const double
 static int check_values(sim *S, double t, emn_diag *d)
 {
     const emn_circuit *c = S->c;
-    for (int e = 0; e < c->elems.n; e++) {
-        const emn_elem *el = &c->elems.v[e];
-        if (!el->vexpr || (el->kind != EMN_C && el->kind != EMN_L)) continue;
+    for (int k = 0; k < S->nvalued; k++) {
+        const emn_elem *el = &c->elems.v[S->valued[k]];
         double v = emn_expr_eval(el->vexpr, S->nx);
         if (v > 0 && isfinite(v)) continue;
         emn_diag_error(d, el->loc, "%s of %s reached %g %s at t = %.9g s%s",
