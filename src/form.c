@@ -349,6 +349,7 @@ static int build_flux(emn_form *f, const egraph *eg, const emn_forest *fr, emn_d
     /* node maps, parents before children (BFS order by depth) */
     f->node_map = emn_xcalloc((size_t)nn + 1, sizeof(emn_lmap));
     f->node_mech = emn_xcalloc((size_t)nn + 1, sizeof(emn_expr *));
+    f->node_mech_p = emn_xcalloc((size_t)nn + 1, sizeof(emn_expr *));
     int *order = emn_xmalloc((size_t)nn * sizeof(int) + 1), no = 0;
     int maxdepth = 0;
     for (int v = 0; v < nn; v++) if (cf.depth[v] > maxdepth) maxdepth = cf.depth[v];
@@ -361,22 +362,27 @@ static int build_flux(emn_form *f, const egraph *eg, const emn_forest *fr, emn_d
         int b = cf.parent_branch[v];
         if (b < 0) {
             if (group_coord[v] >= 0) acc_add(&mc[v], group_coord[v], 1);
-            f->node_mech[v] = NULL;
+            f->node_mech[v] = f->node_mech_p[v] = NULL;
         } else {
             int p = cf.parent[v];
             double sgn = eg->from[b] == v ? +1 : -1;   /* lambda(v) = lambda(p) +- Lambda_b */
             for (int q = 0; q < mc[p].i.n; q++) acc_add(&mc[v], mc[p].i.v[q], mc[p].x.v[q]);
             for (int q = 0; q < md[p].i.n; q++) acc_add(&md[v], md[p].i.v[q], md[p].x.v[q]);
             const emn_elem *e = &c->elems.v[eg->elem[b]];
-            const emn_expr *mech = f->node_mech[p];
+            const emn_expr *mech = f->node_mech[p], *mechp = f->node_mech_p[p];
             if (e->kind == EMN_V) {
                 acc_add(&md[v], f->elem_src[eg->elem[b]], sgn);
             } else {                    /* coil: Lambda_b = T (x(m+) - x(m-)) */
-                const emn_expr *lam = emn_expr_mul(ar, emn_expr_num(ar, sgn * e->value),
-                                                   emn_expr_sub(ar, emn_form_xnode(f, e->node[2]), emn_form_xnode(f, e->node[3])));
+                const emn_expr *dx = emn_expr_sub(ar, emn_form_xnode(f, e->node[2]), emn_form_xnode(f, e->node[3]));
+                const emn_expr *lam = emn_expr_mul(ar, emn_expr_num(ar, sgn * e->value), dx);
+                /* the same with the coil named, for -lagrangian */
+                const emn_expr *T = emn_expr_name(ar, e->name, EMN_NOLOC);
+                const emn_expr *lamp = emn_expr_mul(ar, sgn > 0 ? T : emn_expr_neg(ar, T), dx);
                 mech = mech ? emn_expr_add(ar, mech, lam) : lam;
+                mechp = mechp ? emn_expr_add(ar, mechp, lamp) : lamp;
             }
             f->node_mech[v] = mech;
+            f->node_mech_p[v] = mechp;
         }
     }
     for (int v = 0; v < nn; v++) {
@@ -410,6 +416,11 @@ static int build_flux(emn_form *f, const egraph *eg, const emn_forest *fr, emn_d
         if (ma || mb)
             f->elem_branch_mech[e] = emn_expr_sub(ar, ma ? ma : emn_expr_num(ar, 0),
                                                   mb ? mb : emn_expr_num(ar, 0));
+        ma = f->node_mech_p[eg->from[b]];
+        mb = f->node_mech_p[eg->to[b]];
+        if (ma || mb)
+            f->elem_branch_mech_p[e] = emn_expr_sub(ar, ma ? ma : emn_expr_num(ar, 0),
+                                                    mb ? mb : emn_expr_num(ar, 0));
     }
     f->ne = coords.n;
     f->coord = coords.v;
@@ -505,6 +516,13 @@ static const emn_expr *value_of(const emn_form *f, int e)
     return f->vexpr_c[e];
 }
 
+/* The flux a moving coil adds to a branch, with the coil's constant as a
+ * number or (printing) by name. */
+static const emn_expr *branch_mech(const emn_form *f, const mapping *mp, int e)
+{
+    return mp->print && f->elem_branch_mech_p ? f->elem_branch_mech_p[e] : f->elem_branch_mech[e];
+}
+
 /* Build L, D, P of a term in the given mapping. */
 static void term_exprs(emn_form *f, emn_arena *ar, const term_desc *td, const mapping *mp,
                        const emn_expr **L, const emn_expr **D, const emn_expr **P)
@@ -524,8 +542,8 @@ static void term_exprs(emn_form *f, emn_arena *ar, const term_desc *td, const ma
         for (int i = 0; i < n; i++) {
             const emn_elem *li = &c->elems.v[td->br[i]];
             lam[i] = mp->slot_v[i];
-            if (f->elem_branch_mech[td->br[i]])
-                lam[i] = emn_expr_add(ar, lam[i], to_mapping(ar, mp, td, f->elem_branch_mech[td->br[i]]));
+            const emn_expr *bm = branch_mech(f, mp, td->br[i]);
+            if (bm) lam[i] = emn_expr_add(ar, lam[i], to_mapping(ar, mp, td, bm));
             Lm[i * n + i] = li->vexpr ? to_mapping(ar, mp, td, value_of(f, td->br[i]))
                           : mp->print ? emn_expr_name(ar, li->name, EMN_NOLOC) : emn_expr_num(ar, li->value);
         }
@@ -551,7 +569,7 @@ static void term_exprs(emn_form *f, emn_arena *ar, const term_desc *td, const ma
         return;
     }
     if (td->nbr >= 1 && e->kind != EMN_K) {
-        const emn_expr *mech = f->elem_branch_mech[td->elem];
+        const emn_expr *mech = branch_mech(f, mp, td->elem);
         io.bv = mp->slot_v[0];
         io.br = mp->slot_u[0];
         if (mech) {
@@ -1012,6 +1030,7 @@ emn_form *emn_form_build(const emn_circuit *c, emn_form_kind kind, emn_diag *d)
     f->s = emn_xcalloc((size_t)f->nsrc + 1, sizeof(double));
     f->elem_branch_slot = emn_xmalloc((size_t)ne * sizeof(int) + 1);
     f->elem_branch_mech = emn_xcalloc((size_t)ne + 1, sizeof(emn_expr *));
+    f->elem_branch_mech_p = emn_xcalloc((size_t)ne + 1, sizeof(emn_expr *));
     for (int i = 0; i < ne; i++) f->elem_branch_slot[i] = -1;
 
     /* mechanical displacements, linkages composed */
@@ -1191,7 +1210,7 @@ void emn_form_free(emn_form **pf)
     for (int j = 0; f->coord && j < ncoord; j++) free((char *)f->coord[j].name);
     free(f->coord);
     free(f->src_elem); free(f->elem_src); free(f->S); free(f->s);
-    free(f->elem_branch_slot); free(f->elem_branch_mech);
+    free(f->elem_branch_slot); free(f->elem_branch_mech); free(f->elem_branch_mech_p);
     free(f->node_coord); free(f->xnode); free(f->vexpr_c);
     if (f->node_map) {
         for (int v = 0; v < f->c->nodes.n; v++) {
@@ -1201,6 +1220,7 @@ void emn_form_free(emn_form **pf)
         free(f->node_map);
     }
     free(f->node_mech);
+    free(f->node_mech_p);
     free(f->tparent); free(f->telem); free(f->torder);
     free(f->terms.v);
     emn_sparse_free(&f->J);

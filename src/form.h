@@ -95,6 +95,7 @@ typedef struct emn_form {
     const emn_expr **elem_branch_mech; /* element -> mechanical part of the
                                           branch value (flux: coils), in
                                           netlist node variables, or NULL */
+    const emn_expr **elem_branch_mech_p; /* the same with coils named, for printing */
 
     /* mechanical */
     int *node_coord;    /* node -> coordinate index (free mechanical or node group), or -1 */
@@ -104,6 +105,7 @@ typedef struct emn_form {
     /* flux formulation: node -> group representative coordinate and offsets */
     emn_lmap *node_map;         /* node flux = map (coordinates, sources) + node_mech */
     const emn_expr **node_mech; /* coil offsets in node variables, or NULL */
+    const emn_expr **node_mech_p; /* the same with coils named, for printing */
 
     /* charge formulation: loops */
     int nloops;

@@ -492,7 +492,8 @@ static void compute_signals(sim *S, const double *z, const double *w, double *ou
 {
     mech_state(S, z, w);
     if (S->need_dual) kirchhoff(S, w);
-    for (int k = 0; k < S->nsig; k++) out[k] = signal_value(S, k, z, w);
+    /* + 0.0 turns a negative zero (-k * 0) into the zero a user expects */
+    for (int k = 0; k < S->nsig; k++) out[k] = signal_value(S, k, z, w) + 0.0;
 }
 
 /* ------------------------------------------------------- initial state */
