@@ -1148,6 +1148,23 @@ emn_form *emn_form_build(const emn_circuit *c, emn_form_kind kind, emn_diag *d)
         else {
             EMN_PUSH(nl, i);
             compile_template(tm->tmpl);
+            /* the Newton matrix slots this term scatters into, in the
+             * order emn_form_jacobian visits them */
+            int cnt = 0;
+            for (int a = 0; a < tm->m; a++)
+                for (int b = 0; b < tm->m; b++)
+                    cnt += f->slots.v[tm->slot[a]].nc * f->slots.v[tm->slot[b]].nc;
+            tm->jh = emn_arena_alloc(f->ar, (size_t)cnt * sizeof(int) + sizeof(int));
+            cnt = 0;
+            for (int a = 0; a < tm->m; a++) {
+                const emn_lmap *sa = &f->slots.v[tm->slot[a]];
+                for (int b = 0; b < tm->m; b++) {
+                    const emn_lmap *sb = &f->slots.v[tm->slot[b]];
+                    for (int qa = 0; qa < sa->nc; qa++)
+                        for (int qb = 0; qb < sb->nc; qb++)
+                            tm->jh[cnt++] = emn_sparse_find(&f->J, sa->ci[qa], sb->ci[qb]);
+                }
+            }
         }
     }
     f->nonlinear = nl.v;
@@ -1354,15 +1371,15 @@ int emn_form_jacobian(emn_form *f, const double *z, const double *w, double a)
                   - emn_tape_eval(t->tFu[q], loc) - ia * emn_tape_eval(t->tFv[q], loc);
             if (!isfinite(Jl[q])) return 1;
         }
+        const int *jh = tm->jh;
         for (int ai = 0; ai < m; ai++) {
             const emn_lmap *sa = &f->slots.v[tm->slot[ai]];
             for (int bi = 0; bi < m; bi++) {
                 const emn_lmap *sb = &f->slots.v[tm->slot[bi]];
                 double v = Jl[ai * m + bi];
-                if (v == 0) continue;
                 for (int qa = 0; qa < sa->nc; qa++)
-                    for (int qb = 0; qb < sb->nc; qb++)
-                        J->Ax[emn_sparse_find(J, sa->ci[qa], sb->ci[qb])] += sa->c[qa] * sb->c[qb] * v;
+                    for (int qb = 0; qb < sb->nc; qb++, jh++)
+                        J->Ax[*jh] += sa->c[qa] * sb->c[qb] * v;
             }
         }
     }
@@ -1413,20 +1430,24 @@ int emn_form_derivatives(emn_form *f, const double *z, const double *w, double *
         int m = tm->m;
         emn_form_term_locals(f, tm, z, w, loc);
         emn_tape *const *tapes[4] = {t->tpv, t->tpu, t->tFv, t->tFu};
+        const int *jh = tm->jh;
         for (int ai = 0; ai < m; ai++) {
             const emn_lmap *sa = &f->slots.v[tm->slot[ai]];
             for (int bi = 0; bi < m; bi++) {
                 const emn_lmap *sb = &f->slots.v[tm->slot[bi]];
-                if (!sa->nc || !sb->nc) continue;
+                int cnt = sa->nc * sb->nc;
+                if (!cnt) continue;
                 for (int q = 0; q < 4; q++) {
                     if (!out[q]) continue;
                     double v = emn_tape_eval(tapes[q][ai * m + bi], loc);
                     if (!isfinite(v)) return 1;
                     if (v == 0) continue;
+                    int h = 0;
                     for (int qa = 0; qa < sa->nc; qa++)
-                        for (int qb = 0; qb < sb->nc; qb++)
-                            out[q][emn_sparse_find(J, sa->ci[qa], sb->ci[qb])] += sa->c[qa] * sb->c[qb] * v;
+                        for (int qb = 0; qb < sb->nc; qb++, h++)
+                            out[q][jh[h]] += sa->c[qa] * sb->c[qb] * v;
                 }
+                jh += cnt;
             }
         }
     }

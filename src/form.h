@@ -70,7 +70,7 @@ typedef struct emn_term {
     emn_tmpl *tmpl;
     bool linear;
     /* for linear terms: Jacobian handles; for nonlinear: scatter plan */
-    int *jh;            /* m*m handles into J (-1 where a slot has no coordinate) */
+    int *jh;            /* nonlinear terms: the J slots its local matrix scatters into */
 } emn_term;
 
 typedef struct emn_form {

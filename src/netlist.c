@@ -1377,11 +1377,11 @@ static void add_instance(emn_build *b, const inst *in, const card *k)
             error(b, field_loc(f), "unexpected '%s' in %s: expected name=value", field_text(b, f), disp);
             continue;
         }
-        const char *key = lower_tmp(b, f->key->loc);
+        /* a copy: lower_tmp's buffer moves when a longer name follows */
+        const char *key = emn_arena_strdup(b->tmp, lower_tmp(b, f->key->loc));
         int p = 0;
         while (p < def->nparams && strcmp(lower_tmp(b, def->params[p]->key->loc), key) != 0) p++;
         if (p == def->nparams) {
-            key = lower_tmp(b, f->key->loc);
             error(b, f->key->loc, "subcircuit '%s' has no parameter '%s' (%s)", def->name, key, disp);
             continue;
         }
