@@ -334,37 +334,36 @@ static emn_unit sig_unit(const emn_circuit *c, const emn_signal *g)
     return EMN_UNIT_VOLTAGE;
 }
 
+typedef struct sigvec { emn_signal *v; int n, cap; } sigvec;
+
+/* Append signal kind(name) of a node (node > 0) or an element. */
+static void push_signal(emn_arena *ar, const emn_circuit *c, sigvec *out, emn_sigkind kind, int node, int elem)
+{
+    static const char *const prefix[] = {"v", "x", "i", "q", "phi", "f", "w"};    /* ORDER emn_sigkind */
+    char *t = emn_xasprintf("%s(%s)", prefix[kind], node > 0 ? c->nodes.v[node].name : c->elems.v[elem].name);
+    EMN_PUSH(*out, ((emn_signal){kind, {node > 0 ? node : 0, 0}, elem, 0, emn_arena_strdup(ar, t), EMN_NOLOC}));
+    free(t);
+}
+
 /* The signals saved when .save names none: every node's voltage (or
  * velocity), every mechanical displacement, and the currents of voltage
  * sources, inductors and coils, as ngspice saves node voltages and branch
- * currents. */
-typedef struct sigvec { emn_signal *v; int n, cap; } sigvec;
-
-static void default_saves(emn_arena *ar, const emn_circuit *c, sigvec *out)
+ * currents.  With `op`, what .op prints instead: the currents of every
+ * electrical element and the forces of S, D, F and T. */
+static void signal_list(emn_arena *ar, const emn_circuit *c, sigvec *out, bool op)
 {
-    for (int v = 1; v < c->nodes.n; v++) {
-        emn_signal g = {EMN_SIG_V, {v, 0}, -1, 0, NULL, EMN_NOLOC};
-        char *t = emn_xasprintf("v(%s)", c->nodes.v[v].name);
-        g.text = emn_arena_strdup(ar, t);
-        free(t);
-        EMN_PUSH(*out, g);
-    }
-    for (int v = 1; v < c->nodes.n; v++) {
-        if (c->nodes.v[v].dom != EMN_DOM_MECH) continue;
-        emn_signal g = {EMN_SIG_X, {v, 0}, -1, 0, NULL, EMN_NOLOC};
-        char *t = emn_xasprintf("x(%s)", c->nodes.v[v].name);
-        g.text = emn_arena_strdup(ar, t);
-        free(t);
-        EMN_PUSH(*out, g);
-    }
+    for (int v = 1; v < c->nodes.n; v++) push_signal(ar, c, out, EMN_SIG_V, v, -1);
+    for (int v = 1; v < c->nodes.n; v++)
+        if (c->nodes.v[v].dom == EMN_DOM_MECH) push_signal(ar, c, out, EMN_SIG_X, v, -1);
     for (int e = 0; e < c->elems.n; e++) {
         emn_kind k = c->elems.v[e].kind;
-        if (k != EMN_V && k != EMN_L && k != EMN_T) continue;
-        emn_signal g = {EMN_SIG_I, {0, 0}, e, 0, NULL, EMN_NOLOC};
-        char *t = emn_xasprintf("i(%s)", c->elems.v[e].name);
-        g.text = emn_arena_strdup(ar, t);
-        free(t);
-        EMN_PUSH(*out, g);
+        bool elec = k == EMN_R || k == EMN_C || k == EMN_L || k == EMN_V || k == EMN_I || k == EMN_T;
+        if (op ? elec : (k == EMN_V || k == EMN_L || k == EMN_T)) push_signal(ar, c, out, EMN_SIG_I, 0, e);
+    }
+    if (!op) return;
+    for (int e = 0; e < c->elems.n; e++) {
+        emn_kind k = c->elems.v[e].kind;
+        if (k == EMN_S || k == EMN_D || k == EMN_F || k == EMN_T) push_signal(ar, c, out, EMN_SIG_F, 0, e);
     }
 }
 
@@ -454,7 +453,7 @@ static void sim_init(sim *S, const emn_circuit *c, emn_form *f, bool want_prints
     if (want_prints) for (int k = 0; k < c->prints.n; k++) EMN_PUSH(sg, c->prints.v[k]);
     if (want_saves) {
         if (c->saves.n) for (int k = 0; k < c->saves.n; k++) EMN_PUSH(sg, c->saves.v[k]);
-        else default_saves(S->ar, c, &sg);
+        else signal_list(S->ar, c, &sg, false);
     }
     S->nsig = sg.n;
     S->sig = sg.v;
@@ -737,39 +736,6 @@ static int op_state(sim *S, const double *p0, double *z, double *w, emn_diag *d)
     return -1;
 }
 
-/* The quantities .op prints: v(n) of every node, x(m) of every mechanical
- * node, i(E) of every electrical element, f(E) of every mechanical element
- * that exerts a force. */
-static void op_signals(emn_arena *ar, const emn_circuit *c, sigvec *out)
-{
-    for (int v = 1; v < c->nodes.n; v++) {
-        char *t = emn_xasprintf("v(%s)", c->nodes.v[v].name);
-        EMN_PUSH(*out, ((emn_signal){EMN_SIG_V, {v, 0}, -1, 0, emn_arena_strdup(ar, t), EMN_NOLOC}));
-        free(t);
-    }
-    for (int v = 1; v < c->nodes.n; v++) {
-        if (c->nodes.v[v].dom != EMN_DOM_MECH) continue;
-        char *t = emn_xasprintf("x(%s)", c->nodes.v[v].name);
-        EMN_PUSH(*out, ((emn_signal){EMN_SIG_X, {v, 0}, -1, 0, emn_arena_strdup(ar, t), EMN_NOLOC}));
-        free(t);
-    }
-    for (int e = 0; e < c->elems.n; e++) {
-        emn_kind k = c->elems.v[e].kind;
-        bool elec = k == EMN_R || k == EMN_C || k == EMN_L || k == EMN_V || k == EMN_I || k == EMN_T;
-        if (!elec) continue;
-        char *t = emn_xasprintf("i(%s)", c->elems.v[e].name);
-        EMN_PUSH(*out, ((emn_signal){EMN_SIG_I, {0, 0}, e, 0, emn_arena_strdup(ar, t), EMN_NOLOC}));
-        free(t);
-    }
-    for (int e = 0; e < c->elems.n; e++) {
-        emn_kind k = c->elems.v[e].kind;
-        if (k != EMN_S && k != EMN_D && k != EMN_F && k != EMN_T) continue;
-        char *t = emn_xasprintf("f(%s)", c->elems.v[e].name);
-        EMN_PUSH(*out, ((emn_signal){EMN_SIG_F, {0, 0}, e, 0, emn_arena_strdup(ar, t), EMN_NOLOC}));
-        free(t);
-    }
-}
-
 int emn_sim_op(const emn_circuit *c, emn_form_kind kind, emn_diag *d, FILE *out, emn_op_result *res)
 {
     emn_form *f = emn_form_build(c, kind, d);
@@ -778,7 +744,7 @@ int emn_sim_op(const emn_circuit *c, emn_form_kind kind, emn_diag *d, FILE *out,
     sim_init(&S, c, f, false, false);
     /* the op's own signal list */
     sigvec sg = {0};
-    op_signals(S.ar, c, &sg);
+    signal_list(S.ar, c, &sg, true);
     free(S.sig); free(S.names); free(S.units); free(S.fexpr);
     for (int i = 0; i < 3; i++) free(S.val[i]);
     S.nsig = sg.n;

@@ -54,6 +54,18 @@ check_table() {
     ok $? "$name" "$msg"
 }
 
+# select_cols FILE NAME...: print FILE's columns NAME... (by header) in that
+# order, time first; a missing column prints a header that will not match.
+select_cols() {
+    local file=$1
+    shift
+    awk -v want="$*" 'BEGIN { n = split(want, W, " ") }
+        NR == 1 { for (i = 1; i <= NF; i++) H[$i] = i
+                  line = "time"; for (k = 1; k <= n; k++) line = line " " ((W[k] in H) ? W[k] : "missing:" W[k])
+                  print line; next }
+        { line = $1; for (k = 1; k <= n; k++) line = line " " ((W[k] in H) ? $(H[W[k]]) : "nan"); print line }' "$file"
+}
+
 done_testing() {
     echo "1..$tap_n"
     [ "$tap_failed" -eq 0 ]

@@ -66,16 +66,6 @@ check_times() {
     ok $? "$3" "$msg"
 }
 
-# select_cols FILE NAME...: FILE's columns NAME... (by header), time first.
-select_cols() {
-    local file=$1
-    shift
-    awk -v want="$*" 'BEGIN { n = split(want, W, " ") }
-        NR == 1 { for (i = 1; i <= NF; i++) H[$i] = i
-                  line = "time"; for (k = 1; k <= n; k++) line = line " " ((W[k] in H) ? W[k] : "missing:" W[k])
-                  print line; next }
-        { line = $1; for (k = 1; k <= n; k++) line = line " " ((W[k] in H) ? $(H[W[k]]) : "nan"); print line }' "$file"
-}
 
 for case in $CASES; do
     net=${case%%:*}

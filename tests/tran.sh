@@ -91,16 +91,6 @@ raw_binary_table() {
     tail -c +$((off + 9)) "$raw" | od -A n -v -t f8 -w$((8 * nv)) | awk '{ $1 = $1; print }'
 }
 
-# select_cols FILE NAME...: FILE's columns NAME... (by header), time first.
-select_cols() {
-    local file=$1
-    shift
-    awk -v want="$*" 'BEGIN { n = split(want, W, " ") }
-        NR == 1 { for (i = 1; i <= NF; i++) H[$i] = i
-                  line = "time"; for (k = 1; k <= n; k++) line = line " " ((W[k] in H) ? W[k] : "missing:" W[k])
-                  print line; next }
-        { line = $1; for (k = 1; k <= n; k++) line = line " " ((W[k] in H) ? $(H[W[k]]) : "nan"); print line }' "$file"
-}
 
 # tran NETLIST ARGS...: runs emnet -q -reltol 1e-6 ARGS -tran on
 # tests/netlists/tran/NETLIST.cir, leaves the table in $WORK/tbl.
