@@ -1633,9 +1633,10 @@ static int resolve_signal(const lookup *l, emn_diag *d, const char *fn, int narg
         break;
     case EMN_SIG_Q: okk = k == EMN_C; want = "a capacitor"; break;
     case EMN_SIG_PHI: okk = k == EMN_L; want = "an inductor"; break;
-    case EMN_SIG_W:
-        okk = k == EMN_C || k == EMN_L || k == EMN_M || k == EMN_S;
-        want = "a C, L, M or S element";
+    case EMN_SIG_W:     /* stored, dissipated or supplied energy */
+        okk = k == EMN_C || k == EMN_L || k == EMN_M || k == EMN_S || k == EMN_R || k == EMN_D ||
+              k == EMN_V || k == EMN_I || k == EMN_F;
+        want = "a C, L, M, S, R, D, V, I or F element";
         break;
     default:
         if (nargs == 1) {

@@ -60,6 +60,8 @@ typedef struct sim {
     char **names;
     emn_unit *units;
     double *val[3], tval[3];
+    double *pw[3];              /* power behind each integral w() at the same points */
+    bool *integral;
     int nval;
     int order_last;
     /* mechanical nodes, and the C(x)/L(x) elements, so per-step loops
@@ -312,10 +314,28 @@ static double signal_value(const sim *S, int k, const double *z, const double *w
             double dx = S->nx[e->node[0]] - S->nx[e->node[1]] - e->x0;
             return 0.5 * e->value * dx * dx;
         }
+        /* energy dissipated or supplied since t = 0: here the power, which
+         * integrate_energy() accumulates */
+        case EMN_R: return branch_voltage(S, g->elem, w) * branch_current(S, g->elem, w);
+        case EMN_V: case EMN_I: return -branch_voltage(S, g->elem, w) * branch_current(S, g->elem, w);
+        case EMN_D: {
+            double du = S->nu[e->node[0]] - S->nu[e->node[1]];
+            return e->value * du * du;
+        }
+        case EMN_F: return S->f->s[S->f->elem_src[g->elem]] * (S->nu[e->node[0]] - S->nu[e->node[1]]);
         default: return NAN;
         }
     }
     return NAN;
+}
+
+/* True for w() of an element whose energy is an integral over time
+ * (dissipated by R and D, supplied by V, I and F). */
+static bool is_integral(const emn_circuit *c, const emn_signal *g)
+{
+    if (g->kind != EMN_SIG_W) return false;
+    emn_kind k = c->elems.v[g->elem].kind;
+    return k == EMN_R || k == EMN_D || k == EMN_V || k == EMN_I || k == EMN_F;
 }
 
 /* ------------------------------------------------------------- set-up */
@@ -386,7 +406,7 @@ static bool needs_dual(const sim *S, const emn_signal *g)
     }
     case EMN_SIG_W: {
         emn_kind k = c->elems.v[g->elem].kind;
-        return k == EMN_C || k == EMN_L;
+        return k == EMN_C || k == EMN_L || k == EMN_R || k == EMN_V || k == EMN_I;
     }
     }
     return true;
@@ -468,6 +488,9 @@ static void sim_init(sim *S, const emn_circuit *c, emn_form *f, bool want_prints
             S->fexpr[k] = force_coefficient(S->ar, c, &S->sig[k]);
     }
     for (int i = 0; i < 3; i++) S->val[i] = emn_xcalloc((size_t)S->nsig + 1, sizeof(double));
+    for (int i = 0; i < 3; i++) S->pw[i] = emn_xcalloc((size_t)S->nsig + 1, sizeof(double));
+    S->integral = emn_xcalloc((size_t)S->nsig + 1, sizeof(bool));
+    for (int k = 0; k < S->nsig; k++) S->integral[k] = is_integral(c, &S->sig[k]);
 }
 
 static void sim_free(sim *S)
@@ -483,6 +506,8 @@ static void sim_free(sim *S)
     free(S->ndv); free(S->nodecur); free(S->bcur);
     free(S->sig); free(S->names); free(S->units); free(S->fexpr);
     for (int i = 0; i < 3; i++) free(S->val[i]);
+    for (int i = 0; i < 3; i++) free(S->pw[i]);
+    free(S->integral);
     emn_arena_free(&S->ar);
 }
 
@@ -923,10 +948,26 @@ static void shift_values(sim *S, double t)
     S->val[2] = S->val[1];
     S->val[1] = S->val[0];
     S->val[0] = tmp;
+    tmp = S->pw[2];
+    S->pw[2] = S->pw[1];
+    S->pw[1] = S->pw[0];
+    S->pw[0] = tmp;
     S->tval[2] = S->tval[1];
     S->tval[1] = S->tval[0];
     S->tval[0] = t;
     if (S->nval < 3) S->nval++;
+}
+
+/* Turn the powers compute_signals left in val[0] into energies since
+ * t = 0, by the trapezoidal rule between accepted points. */
+static void integrate_energy(sim *S)
+{
+    for (int k = 0; k < S->nsig; k++) {
+        if (!S->integral[k]) continue;
+        double P = S->val[0][k];
+        S->pw[0][k] = P;
+        S->val[0][k] = S->nval >= 2 ? S->val[1][k] + 0.5 * (S->tval[0] - S->tval[1]) * (P + S->pw[1][k]) : 0;
+    }
 }
 
 static const char *form_name(emn_form_kind k) { return k == EMN_FORM_CHARGE ? "charge" : "flux"; }
@@ -1089,6 +1130,7 @@ int emn_sim_tran(const emn_circuit *c, const emn_sim_opts *o, emn_diag *d, bool 
             compute_signals(&S, it->z[i0], it->w[i0], S.val[0]);
             S.tval[0] = t0;
             S.nval = 1;
+            integrate_energy(&S);
             if (tnext <= t0 * (1 + 1e-12) + 1e-300) {
                 write_row(&S, &W, res, keep, tnext, S.val[0]);
                 k++;
@@ -1101,6 +1143,7 @@ int emn_sim_tran(const emn_circuit *c, const emn_sim_opts *o, emn_diag *d, bool 
             if (nacc >= 2) {                    /* then the held t1 */
                 shift_values(&S, it->tpast[1]);
                 memcpy(S.val[0], v1, (size_t)S.nsig * sizeof(double));
+                integrate_energy(&S);
                 S.order_last = 1;
                 emit_points(&S, &W, res, keep, &tnext, &k, tstep, tstart, tstop, buf);
             }
@@ -1108,6 +1151,7 @@ int emn_sim_tran(const emn_circuit *c, const emn_sim_opts *o, emn_diag *d, bool 
         }
         shift_values(&S, it->t);
         compute_signals(&S, it->z[0], it->w[0], S.val[0]);
+        integrate_energy(&S);
         S.order_last = it->order;
         if (check_values(&S, it->t, d) < 0) {
             status = EMN_EXIT_FAILED;
