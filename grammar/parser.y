@@ -27,6 +27,8 @@ typedef void *yyscan_t;
 }
 
 %code {
+#include <string.h>
+
 /* Declared here rather than through the generated lexer.h, so that the
  * parser does not depend on the scanner's generated header. */
 int yylex(YYSTYPE *yylval, YYLTYPE *yylloc, yyscan_t scanner);
@@ -158,5 +160,10 @@ static void yyerror(emn_loc *loc, yyscan_t scanner, emn_build *b, emn_scan *scan
         scan->lexerr = false;
         return;
     }
-    emn_build_error(b, *loc, "%s", msg);
+    /* Bison's stack only runs out on absurd nesting of unary operators or
+     * parentheses; its own words would suggest the machine is at fault. */
+    if (strcmp(msg, "memory exhausted") == 0)
+        emn_build_error(b, *loc, "expression nested too deeply");
+    else
+        emn_build_error(b, *loc, "%s", msg);
 }
