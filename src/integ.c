@@ -236,15 +236,6 @@ static int newton(emn_integ *it, double tnew, double a, const double *hz, const 
             if (fabs(it->r[j]) > tol) res_ok = false;
         }
         if (iter > 0 && res_ok && (dw_ok || linear)) return 0;
-        if (getenv("EMN_DEBUG_STEPS") && iter > 0) {
-            int jw = 0; double rw = 0;
-            for (int j = 0; j < n; j++) {
-                double tol = it->o.reltol * (fabs(a * p[j]) + fabs(hp[j]) + fabs(it->scale[j])) + it->o.abstol;
-                if (fabs(it->r[j]) / tol > rw) { rw = fabs(it->r[j]) / tol; jw = j; }
-            }
-            fprintf(stderr, "newton t=%g iter=%d worst r/tol=%g at %d r=%g ap=%g hp=%g scale=%g rcond=%g\n", tnew, iter, rw, jw,
-                    it->r[jw], a * p[jw], hp[jw], it->scale[jw], 0.0);
-        }
         if (iter == it->o.itl4) break;
         it->st.newton++;
         emn_lu *lu = linear ? cached_lu(it, a) : NULL;
@@ -500,14 +491,12 @@ int emn_integ_step(emn_integ *it, double tlimit)
          * nothing: accept it, as SPICE does. */
         double err = it->npast == 0 ? 0.1 : lte_ratio(it, &s, hf, &worst);
         if (err > 1) {
-            if (getenv("EMN_DEBUG_STEPS")) fprintf(stderr, "reject t=%g h=%g order=%d err=%g worst=%d target=%g\n", t + h, h, s.order, err, worst, target);
             it->st.rejected++;
             it->st.lte_rejects++;
             h *= fmax(0.1, 0.9 * pow(err, -1.0 / (s.order + 1)));
             if (linear) h = ladder(it, h);
             continue;
         }
-        if (getenv("EMN_DEBUG_STEPS")) fprintf(stderr, "step t=%g h=%g order=%d err=%g worst=%d\n", t + h, h, s.order, err, worst);
         accept(it, t + h, hf, &s);
         if (!lands || hf == it->hfull || it->hfull == 0) it->hfull = hf;
         it->t = lands ? target : it->t;

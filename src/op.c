@@ -252,10 +252,6 @@ static int newton(opsys *o, double reltol, double *z, double *w, int maxit, int 
         for (int k = 0; k < 2 * n; k++) dx[k] = -o->R[k];
         emn_lu_solve(o->lu, dx);
         st->iterations++;
-        if (getenv("EMN_DEBUG_OP")) {
-            double rm = 0; for (int k = 0; k < 2 * n; k++) rm = fmax(rm, fabs(o->R[k]));
-            fprintf(stderr, "op it %d |R|=%g\n", it, rm);
-        }
         bool finite = true;
         for (int j = 0; j < 2 * n; j++) if (!isfinite(dx[j])) finite = false;
         if (!finite) break;
