@@ -31,7 +31,7 @@ static adjacency build_adjacency(const emn_graph *g)
     for (int b = 0; b < g->nbranches; b++) {
         if (g->rank[b] < 0) continue;
         A.start[g->from[b] + 1]++;
-        A.start[g->to[b] + 1]++;
+        if (g->to[b] != g->from[b]) A.start[g->to[b] + 1]++;   /* a self-loop is listed once */
     }
     for (int v = 0; v < g->nnodes; v++) A.start[v + 1] += A.start[v];
     A.adj = emn_xmalloc((size_t)(A.start[g->nnodes] + 1) * sizeof(int));
