@@ -52,6 +52,7 @@ for cir in "$R"/*.cir; do
     rc=$?
     miss=""
     while IFS= read -r line; do
+        [ -n "$line" ] || continue
         grep -Fq -- "$line" "$WORK/stderr" || miss="$miss[$line] "
     done <<EOF
 $(sed -n '/^args: /d; /^exit: /d; p' "$exp")
