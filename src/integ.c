@@ -224,7 +224,10 @@ static int newton(emn_integ *it, double tnew, double a, const double *hz, const 
     for (int iter = 0; iter <= it->o.itl4; iter++) {
         for (int j = 0; j < n; j++) z[j] = (w[j] - hz[j]) / a;
         int bad = -1;
-        if (emn_form_eval(f, z, w, p, F, it->scale, &bad)) return 1;
+        if (emn_form_eval(f, z, w, p, F, it->scale, &bad)) {
+            it->nan_coord = 0;
+            return 1;
+        }
         bool res_ok = true;
         for (int j = 0; j < n; j++) {
             double ap = a * p[j];
@@ -232,7 +235,10 @@ static int newton(emn_integ *it, double tnew, double a, const double *hz, const 
             double tol = it->o.reltol * (fabs(ap) + fabs(hp[j]) + fabs(it->scale[j])) +
                          (f->coord[j].kind == EMN_COORD_LOOP ? it->o.vntol :
                           f->coord[j].kind == EMN_COORD_NODE ? it->o.abstol : 1e-30);
-            if (!isfinite(it->r[j])) return 1;
+            if (!isfinite(it->r[j])) {
+                it->nan_coord = j;
+                return 1;
+            }
             if (fabs(it->r[j]) > tol) res_ok = false;
         }
         if (iter > 0 && res_ok && (dw_ok || linear)) return 0;
@@ -256,7 +262,10 @@ static int newton(emn_integ *it, double tnew, double a, const double *hz, const 
         dw_ok = true;
         for (int j = 0; j < n; j++) {
             double wn = w[j] - it->dw[j];
-            if (!isfinite(wn)) return 1;
+            if (!isfinite(wn)) {
+                it->nan_coord = j;
+                return 1;
+            }
             if (fabs(it->dw[j]) > w_tol(it, j, fmax(fabs(wn), fabs(w[j])))) dw_ok = false;
             w[j] = wn;
         }
@@ -402,6 +411,22 @@ int emn_integ_start(emn_integ *it, double t0, const double *z0, const double *p0
     return 0;
 }
 
+/* True if p and F are finite at the last accepted state and time t; on
+ * failure it->nan_coord is a coordinate where they are not. */
+static bool state_finite(emn_integ *it, double t)
+{
+    emn_form *f = it->f;
+    int bad = -1;
+    emn_form_set_time(f, t);
+    if (emn_form_eval(f, it->z[0], it->w[0], it->ptry, it->Ftry, NULL, &bad)) return false;
+    for (int j = 0; j < it->n; j++)
+        if (!isfinite(it->ptry[j]) || !isfinite(it->Ftry[j])) {
+            it->nan_coord = j;
+            return false;
+        }
+    return true;
+}
+
 /* A linear circuit's steps come from the ladder hmax / 2^k, so that the
  * few step sizes it uses keep their factorizations in the cache. */
 static double ladder(const emn_integ *it, double h)
@@ -478,7 +503,16 @@ int emn_integ_step(emn_integ *it, double tlimit)
         for (int j = 0; j < n; j++)
             it->wtry[j] = it->w[0][j] + (it->npast >= 1 && !it->restart && it->h > 0
                                          ? (it->w[0][j] - it->w[1][j]) * hf / it->h : 0);
+        it->nan_coord = -1;
         int rc = newton(it, t + h, s.a, hzbuf, hpbuf);
+        if (rc != 0 && it->nan_coord >= 0 && !state_finite(it, t + h)) {
+            /* NaN or Inf already at the last accepted state with the new
+             * time: the sources made it, and no smaller step will help */
+            it->bad_coord = it->nan_coord;
+            snprintf(it->msg, sizeof it->msg, "NaN or Inf at t = %.9g s (a source or an element value is "
+                     "not finite there)", t + h);
+            return EMN_INTEG_NAN;       /* the form stays at t + h: the caller names the culprit */
+        }
         if (rc != 0) {
             it->st.rejected++;
             it->st.newton_rejects++;

@@ -68,6 +68,7 @@ typedef struct emn_integ {
     emn_integ_stats st;
     char msg[512];
     int bad_coord;          /* coordinate named by the last failure, or -1 */
+    int nan_coord;          /* coordinate whose equation went non-finite in the last Newton solve, or -1 */
 } emn_integ;
 
 emn_integ *emn_integ_new(emn_form *f, const emn_integ_opts *o);

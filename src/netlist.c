@@ -724,12 +724,22 @@ static void end_subckt(emn_build *b, card *k)
     b->open = s->outer;
 }
 
+static void card_end(emn_build *b);
+
 void emn_build_card_end(emn_build *b)
 {
     if (b->card_bad) {
         emn_build_card_abort(b);
         return;
     }
+    card_end(b);
+    /* an error about this card marks it bad: it is consumed now, and the
+     * mark must not fall on the next one */
+    b->card_bad = false;
+}
+
+static void card_end(emn_build *b)
+{
     card *k = emn_arena_alloc(b->tmp, sizeof *k);
     k->loc = b->cur_loc;
     k->nf = b->cur.n;

@@ -86,6 +86,20 @@ int emn_sim_prepare(emn_circuit *c, emn_diag *d)
 {
     double tstep = c->has_tran ? c->tstep : 1, tstop = c->has_tran ? c->tstop : 1;
     int status = 0;
+    /* .ic v(n) of an electrical node: a capacitor at n must hold it */
+    for (int k = 0; k < c->ics.n; k++) {
+        const emn_ic *ic = &c->ics.v[k];
+        if (ic->kind != EMN_IC_V || c->nodes.v[ic->node].dom != EMN_DOM_ELEC) continue;
+        bool held = false;
+        for (int e = 0; e < c->elems.n && !held; e++)
+            held = c->elems.v[e].kind == EMN_C &&
+                   (c->elems.v[e].node[0] == ic->node || c->elems.v[e].node[1] == ic->node);
+        if (!held) {
+            emn_diag_error(d, ic->loc, "no capacitor at node '%s' can hold its initial voltage",
+                           c->nodes.v[ic->node].name);
+            status = -1;
+        }
+    }
     for (int i = 0; i < c->elems.n; i++) {
         emn_elem *e = &c->elems.v[i];
         if (e->kind != EMN_V && e->kind != EMN_I && e->kind != EMN_F) continue;
@@ -700,20 +714,6 @@ static int initial_state(sim *S, const double *zop, const double *wop, double *z
             bool has;
             double v = ic_of_node_cap(c, e, &has);
             if (has) u0[sl] = v;
-        }
-    }
-    /* .ic v(n) on an electrical node no capacitor holds */
-    for (int k = 0; k < c->ics.n; k++) {
-        const emn_ic *ic = &c->ics.v[k];
-        if (ic->kind != EMN_IC_V || c->nodes.v[ic->node].dom != EMN_DOM_ELEC) continue;
-        bool held = false;
-        for (int e = 0; e < c->elems.n; e++)
-            if (c->elems.v[e].kind == EMN_C && (c->elems.v[e].node[0] == ic->node || c->elems.v[e].node[1] == ic->node))
-                held = true;
-        if (!held) {
-            emn_diag_error(d, ic->loc, "no capacitor at node '%s' can hold its initial voltage",
-                           c->nodes.v[ic->node].name);
-            status = -1;
         }
     }
     /* momenta: each term's dL/du at (v0, u0) */
