@@ -15,6 +15,20 @@
 
 R="$TESTS_DIR/netlists/robust"
 
+# todo STATUS NAME REASON [DIAGNOSTIC...]: a TAP TODO check, which the
+# harness reports (XFAIL/XPASS) but which does not fail the script
+todo() {
+    local status=$1 name=$2 why=$3
+    shift 3
+    tap_n=$((tap_n + 1))
+    if [ "$status" -eq 0 ]; then
+        echo "ok $tap_n - $name # TODO $why"
+    else
+        echo "not ok $tap_n - $name # TODO $why"
+        for line in "$@"; do printf '%s\n' "$line" | sed 's/^/# /'; done
+    fi
+}
+
 # no_reports NAME: standard error holds no sanitizer or crash report
 no_reports() {
     ! grep -Eq 'Sanitizer|runtime error:|Segmentation|Aborted|core dumped' "$WORK/stderr"
@@ -288,8 +302,8 @@ for form in charge flux; do
     # The spec wants NaN named as such, with its coordinate and element; the
     # engine reports the step size underflow the NaN causes instead.
     grep -Eqi 'nan|not finite|non-finite' "$WORK/stderr" && grep -q 'coordinate' "$WORK/stderr"
-    ok $? "NaN source ($form): the message says NaN and names the coordinate # TODO engine reports a step underflow" \
-        "$(cat "$WORK/stderr")"
+    todo $? "NaN source ($form): the message says NaN and names the coordinate" \
+        "the engine reports the step underflow the NaN causes" "$(cat "$WORK/stderr")"
 done
 
 # Pull-in: C(x) leaves its range; the capacitor is named (exit 3 with output)
