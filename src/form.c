@@ -714,8 +714,6 @@ static void free_template_tapes(emn_tmpl *t)
     t->tp = NULL;
 }
 
-const emn_expr *emn_tmpl_L(const emn_tmpl *t) { return t->L; }
-
 double emn_tmpl_eval_p(const emn_tmpl *t, int a, const double *loc)
 {
     return t->tp ? emn_tape_eval(t->tp[a], loc) : emn_expr_eval(t->p[a], loc);

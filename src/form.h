@@ -210,6 +210,5 @@ void emn_form_print(const emn_form *f, FILE *out);
  * of slot a, at local variables loc (see emn_form_term_locals). */
 double emn_tmpl_eval_p(const emn_tmpl *t, int a, const double *loc);
 double emn_tmpl_eval_F(const emn_tmpl *t, int a, const double *loc);
-const emn_expr *emn_tmpl_L(const emn_tmpl *t);
 
 #endif

@@ -174,7 +174,7 @@ int main(int argc, char **argv)
         if (status != EMN_EXIT_OK || !a.tran) goto out;
     }
     if (run_op) {
-        status = emn_sim_op(c, form, &d, stdout, NULL);
+        status = emn_sim_op(c, form, &d, stdout);
         printed = emn_diag_print(&d, stderr, printed, true);
         if (status != EMN_EXIT_OK) goto out;
     }

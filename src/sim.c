@@ -739,6 +739,8 @@ static int initial_state(sim *S, const double *zop, const double *wop, double *z
 
 /* ------------------------------------------------------ operating point */
 
+static const char *form_name(emn_form_kind k) { return k == EMN_FORM_CHARGE ? "charge" : "flux"; }
+
 /* Solve for the steady state from the initial guess in (z, w); records an
  * error naming the coordinate when there is none. */
 static int op_state(sim *S, const double *p0, double *z, double *w, emn_diag *d)
@@ -747,21 +749,15 @@ static int op_state(sim *S, const double *p0, double *z, double *w, emn_diag *d)
     char msg[256];
     int bad = -1;
     if (emn_op_solve(f, S->c->opt.reltol, p0, z, w, &bad, msg, sizeof msg, NULL) == 0) return 0;
-    if (bad >= 0 && bad < f->n) {
-        const char *el = NULL;
-        emn_form_set_dc(f, 1);
-        const emn_coord *co = &f->coord[bad];
-        (void)el;
+    if (bad >= 0 && bad < f->n)
         emn_diag_error(d, EMN_NOLOC, "operating point (%s formulation): %s; coordinate %s does not settle",
-                       f->kind == EMN_FORM_CHARGE ? "charge" : "flux", msg, co->name);
-    } else {
-        emn_diag_error(d, EMN_NOLOC, "operating point (%s formulation): %s",
-                       f->kind == EMN_FORM_CHARGE ? "charge" : "flux", msg);
-    }
+                       form_name(f->kind), msg, f->coord[bad].name);
+    else
+        emn_diag_error(d, EMN_NOLOC, "operating point (%s formulation): %s", form_name(f->kind), msg);
     return -1;
 }
 
-int emn_sim_op(const emn_circuit *c, emn_form_kind kind, emn_diag *d, FILE *out, emn_op_result *res)
+int emn_sim_op(const emn_circuit *c, emn_form_kind kind, emn_diag *d, FILE *out)
 {
     emn_form *f = emn_form_build(c, kind, d);
     if (!f) return EMN_EXIT_INVALID;
@@ -792,16 +788,7 @@ int emn_sim_op(const emn_circuit *c, emn_form_kind kind, emn_diag *d, FILE *out,
         emn_form_rates(f, z, w, dp, dF, S.pidot);
         compute_signals(&S, z, w, S.val[0]);
         for (int k = 0; k < S.nsig; k++)
-            if (out) fprintf(out, "%s %.9e\n", S.names[k], S.val[0][k]);
-        if (res) {
-            res->nsig = S.nsig;
-            res->names = emn_xcalloc((size_t)S.nsig + 1, sizeof(char *));
-            res->values = emn_xcalloc((size_t)S.nsig + 1, sizeof(double));
-            for (int k = 0; k < S.nsig; k++) {
-                res->names[k] = emn_xstrdup(S.names[k]);
-                res->values[k] = S.val[0][k];
-            }
-        }
+            fprintf(out, "%s %.9e\n", S.names[k], S.val[0][k]);
         free(dp);
         free(dF);
     }
@@ -813,13 +800,6 @@ int emn_sim_op(const emn_circuit *c, emn_form_kind kind, emn_diag *d, FILE *out,
     return status;
 }
 
-void emn_op_result_free(emn_op_result *r)
-{
-    for (int k = 0; k < r->nsig; k++) free(r->names[k]);
-    free(r->names);
-    free(r->values);
-    memset(r, 0, sizeof *r);
-}
 
 /* ------------------------------------------------------------ the run */
 
@@ -969,8 +949,6 @@ static void integrate_energy(sim *S)
         S->val[0][k] = S->nval >= 2 ? S->val[1][k] + 0.5 * (S->tval[0] - S->tval[1]) * (P + S->pw[1][k]) : 0;
     }
 }
-
-static const char *form_name(emn_form_kind k) { return k == EMN_FORM_CHARGE ? "charge" : "flux"; }
 
 int emn_sim_tran(const emn_circuit *c, const emn_sim_opts *o, emn_diag *d, bool keep, emn_sim_result *res)
 {

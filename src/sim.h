@@ -56,11 +56,9 @@ int emn_sim_compare(const emn_circuit *c, const emn_sim_opts *o, emn_diag *d, FI
 
 void emn_sim_result_free(emn_sim_result *r);
 
-/* The operating point: print `name value` lines to `out` (if non-NULL) and
- * keep them in res (if non-NULL).  Returns an exit status. */
-typedef struct emn_op_result { int nsig; char **names; double *values; } emn_op_result;
-int emn_sim_op(const emn_circuit *c, emn_form_kind kind, emn_diag *d, FILE *out, emn_op_result *res);
-void emn_op_result_free(emn_op_result *r);
+/* The operating point: print `name value` lines to `out`.  Returns an exit
+ * status. */
+int emn_sim_op(const emn_circuit *c, emn_form_kind kind, emn_diag *d, FILE *out);
 
 /* Choose the formulation for -form auto: fewer coordinates, flux on a tie. */
 emn_form_kind emn_sim_auto_form(const emn_circuit *c);
