@@ -8,7 +8,12 @@ function say(ok, what, got) { printf "%-8s %-58s %s\n", ok == "" ? "NOT RUN" : v
 	c = $1; row[c] = 1
 	es[c] = $3; ns[c] = $4; ek[c] = $5; nk[c] = $6
 	st[c] = $7; nw[c] = $9; un[c] = $2; ee[c] = $15; ne[c] = $16
-	if (num($3) && num($7) && $7 > 0) tps[c] = $3 / $7
+	# Growth is judged on user + system time where GNU time gave it: on a
+	# shared machine wall time also measures the neighbours.
+	if (num($7) && $7 > 0) {
+		if (num($20)) { tps[c] = $20 / $7; tkind = "CPU" }
+		else if (num($3)) tps[c] = $3 / $7
+	}
 	# emnet's own timer (ms resolution) for runs too short for GNU time
 	if (num($22) && num($7) && $7 > 0) own[c] = $22 / $7
 }
@@ -38,7 +43,7 @@ function growth(fam, what,    lo, hi, s, c, p) {
 	}
 	if (lo == "" || lo == hi) { say("", what, "needs two sizes"); return }
 	p = log(tps[hi] / tps[lo]) / log(un[hi] / un[lo])
-	say(p <= 1.1, what, sprintf("N^%.2f from %s to %s unknowns (%.3g to %.3g s/step)", p, un[lo], un[hi], tps[lo], tps[hi]))
+	say(p <= 1.1, what, sprintf("N^%.2f from %s to %s unknowns (%.3g to %.3g %s s/step)", p, un[lo], un[hi], tps[lo], tps[hi], tkind))
 }
 END {
 	print "Targets (issue 8), judged on this run only:"
@@ -64,7 +69,7 @@ END {
 		say(ek[c] < 8 * 1048576, "mesh-1e6 runs in under 8 GiB", sprintf("%.2f GiB, %s s", ek[c] / 1048576, es[c]))
 	else say("", "mesh-1e6 runs in under 8 GiB", (c in row) ? "run failed: " es[c] : "")
 	c = ""
-	for (k in row) if (k ~ /^small-/) c = k
+	for (k in row) if (k ~ /^small-/ && (c == "" || st[k] + 0 > st[c] + 0)) c = k
 	if (c != "") ratio_ok(c, 1, c " steps faster than ngspice")
 	else say("", "small circuit, 10^6 steps, faster than ngspice", "")
 	n = 0
