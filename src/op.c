@@ -34,6 +34,7 @@ typedef struct opsys {
     double *Pz, *Pw, *Fz, *Fw;
     double *p, *F, *dp, *dF, *scale, *dFscale, *R, *X;
     const double *p0;       /* momenta to keep where nothing else fixes them */
+    bool factored;          /* the matrix of a linear circuit is factored */
     bool *free1;            /* R1 row fixes nothing: it holds p_j = p0_j instead */
     double *row2;           /* largest |dF_j/dz| in row j */
     double *eps1;           /* that row's weight */
@@ -225,13 +226,19 @@ static int newton(opsys *o, double reltol, double *z, double *w, int maxit, int 
     bool ok = false;
     double rprev = INFINITY;
     int stalled = 0;
+    /* a linear circuit's matrix does not depend on the state: one
+     * factorization serves every iteration (and every source step) */
+    bool linear = emn_form_is_linear(o->f);
     for (it = 0; it < maxit; it++) {
         int col = -1;
-        if (matrix(o, z, w, &col)) {
-            if (col >= 0) *bad = col % n;
-            break;
+        if (!(linear && o->factored)) {
+            if (matrix(o, z, w, &col)) {
+                if (col >= 0) *bad = col % n;
+                break;
+            }
+            st->factorizations++;
+            o->factored = true;
         }
-        st->factorizations++;
         if (residual(o, z, w)) break;
         memcpy(o->X, z, (size_t)n * sizeof(double));
         double rnorm;
