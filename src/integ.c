@@ -47,6 +47,9 @@ emn_integ *emn_integ_new(emn_form *f, const emn_integ_opts *o)
     it->hp = emn_xcalloc(sz, sizeof(double));
     it->peak = emn_xcalloc(4 * sz, sizeof(double));
     it->lu = emn_lu_new();
+    /* each cached factorization costs memory in proportion to the
+     * circuit: sixteen for small circuits, down to two at 10^6 unknowns */
+    it->cache_cap = n > 0 ? (int)fmin(EMN_LU_CACHE, fmax(2, 2e6 / n)) : EMN_LU_CACHE;
     it->bad_coord = -1;
     return it;
 }
@@ -189,7 +192,7 @@ static void history(const emn_integ *it, const step_formula *s, const double *y1
  * that moves between a handful of step sizes refactors only for new ones. */
 static emn_lu *cached_lu(emn_integ *it, double a)
 {
-    for (int k = 0; k < EMN_LU_CACHE; k++)
+    for (int k = 0; k < it->cache_cap; k++)
         if (it->cache_lu[k] && it->cache_a[k] == a) {
             it->cache_used[k] = ++it->cache_clock;
             return it->cache_lu[k];
@@ -200,7 +203,7 @@ static emn_lu *cached_lu(emn_integ *it, double a)
 static emn_lu *cache_slot(emn_integ *it, double a)
 {
     int victim = 0;
-    for (int k = 0; k < EMN_LU_CACHE; k++) {
+    for (int k = 0; k < it->cache_cap; k++) {
         if (!it->cache_lu[k]) { victim = k; break; }
         if (it->cache_used[k] < it->cache_used[victim]) victim = k;
     }

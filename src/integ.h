@@ -63,6 +63,7 @@ typedef struct emn_integ {
     emn_lu *cache_lu[EMN_LU_CACHE];   /* linear circuits: factorizations by a */
     double cache_a[EMN_LU_CACHE];
     long cache_used[EMN_LU_CACHE], cache_clock;
+    int cache_cap;          /* entries used: fewer for large circuits */
     double *r, *dw, *scale, *wtry, *ztry, *ptry, *Ftry, *hz, *hp;
     double *peak;           /* running max |z|, |p| per coordinate, for mechanical tolerances */
     emn_integ_stats st;
