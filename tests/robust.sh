@@ -299,11 +299,9 @@ for form in charge flux; do
     run_emnet -q -tran -form $form -r p.raw -o p.csv nan.cir
     expect "NaN source ($form)" 3
     check_partial "NaN source ($form)" 2
-    # The spec wants NaN named as such, with its coordinate and element; the
-    # engine reports the step size underflow the NaN causes instead.
+    # NaN named as such, with its coordinate and element (spec)
     grep -Eqi 'nan|not finite|non-finite' "$WORK/stderr" && grep -q 'coordinate' "$WORK/stderr"
-    todo $? "NaN source ($form): the message says NaN and names the coordinate" \
-        "the engine reports the step underflow the NaN causes" "$(cat "$WORK/stderr")"
+    ok $? "NaN source ($form): the message says NaN and names the coordinate" "$(cat "$WORK/stderr")"
 done
 
 # Pull-in: C(x) leaves its range; the capacitor is named (exit 3 with output)
