@@ -321,8 +321,13 @@ EOF
 (cd "$WORK" && exec "$EMNET" -q -tran -r p.raw -o p.csv long.cir >"$WORK/stdout" 2>"$WORK/stderr") &
 pid=$!
 # while it runs, only temporary names exist: nothing looks complete
+# (wait for rows in the temporary CSV: under valgrind start-up takes seconds)
 n=0
-while [ ! -s "$WORK/stdout" ] && [ $n -lt 100 ]; do sleep 0.1; n=$((n + 1)); done
+while [ $n -lt 600 ]; do
+    for f in "$WORK"/p.csv.tmp.*; do [ -s "$f" ] && n=600; done
+    sleep 0.1
+    n=$((n + 1))
+done
 sleep 0.5
 [ ! -e "$WORK/p.raw" ] && [ ! -e "$WORK/p.csv" ] && ls "$WORK" | grep -q 'p\.raw\.tmp\.'
 ok $? "running: the raw and CSV files exist only under temporary names" "$(ls "$WORK")"
@@ -336,10 +341,15 @@ check_partial "SIGINT" 2
 # SIGKILL cannot be caught: the final names must never appear
 (cd "$WORK" && exec "$EMNET" -q -tran -r k.raw -o k.csv long.cir >/dev/null 2>&1) &
 pid=$!
-sleep 1
+n=0
+while [ $n -lt 600 ]; do
+    for f in "$WORK"/k.csv.tmp.*; do [ -s "$f" ] && n=600; done
+    sleep 0.1
+    n=$((n + 1))
+done
 kill -KILL $pid
 wait $pid 2>/dev/null
-[ ! -e "$WORK/k.raw" ] && [ ! -e "$WORK/k.csv" ]
-ok $? "SIGKILL: no file under the final name looks complete" "$(ls "$WORK")"
+[ ! -e "$WORK/k.raw" ] && [ ! -e "$WORK/k.csv" ] && ls "$WORK" | grep -q 'k\.csv\.tmp\.'
+ok $? "SIGKILL mid-run: only the temporary files exist, no final name" "$(ls "$WORK")"
 
 done_testing

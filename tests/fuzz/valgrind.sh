@@ -15,7 +15,7 @@ shift
 top=$(cd "$(dirname "$0")/../.." && pwd)
 rm -rf "$b/vg"
 mkdir -p "$b/vg"
-vg="valgrind -q --error-exitcode=97 --leak-check=full --errors-for-leak-kinds=definite,indirect --show-leak-kinds=definite,indirect --track-origins=yes --log-file=$b/vg/%p.log"
+vg="valgrind -q --suppressions=$top/tests/fuzz/valgrind.supp --error-exitcode=97 --leak-check=full --errors-for-leak-kinds=definite,indirect --show-leak-kinds=definite,indirect --track-origins=yes --log-file=$b/vg/%p.log"
 cat >"$b/vg/emnet" <<EOS
 #!/bin/sh
 exec $vg "$b/emnet" "\$@"
