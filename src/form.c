@@ -93,6 +93,14 @@ static void acc_free(acc *a)
     a->i.n = a->x.n = a->i.cap = a->x.cap = 0;
 }
 
+/* A linear map from its coordinate and source accumulators, which it frees. */
+static void acc_take(acc *ac, acc *ad, emn_lmap *m)
+{
+    acc_to_map(ac, ad, m);
+    acc_free(ac);
+    acc_free(ad);
+}
+
 static bool is_branch(const emn_elem *e)
 {
     switch (e->kind) {
@@ -282,10 +290,8 @@ static void build_charge(emn_form *f, const egraph *eg, const emn_forest *fr)
     }
     for (int b = 0; b < nb; b++) {
         emn_lmap m;
-        acc_to_map(&bc[b], &bd[b], &m);
+        acc_take(&bc[b], &bd[b], &m);
         f->elem_branch_slot[eg->elem[b]] = add_slot(f, m);
-        acc_free(&bc[b]);
-        acc_free(&bd[b]);
     }
     free(bc);
     free(bd);
@@ -385,11 +391,7 @@ static int build_flux(emn_form *f, const egraph *eg, const emn_forest *fr, emn_d
             f->node_mech_p[v] = mechp;
         }
     }
-    for (int v = 0; v < nn; v++) {
-        acc_to_map(&mc[v], &md[v], &f->node_map[v]);
-        acc_free(&mc[v]);
-        acc_free(&md[v]);
-    }
+    for (int v = 0; v < nn; v++) acc_take(&mc[v], &md[v], &f->node_map[v]);
     free(mc);
     free(md);
     free(order);
@@ -408,9 +410,7 @@ static int build_flux(emn_form *f, const egraph *eg, const emn_forest *fr, emn_d
         for (int q = 0; q < a->nd; q++) acc_add(&ad, a->di[q], a->d[q]);
         for (int q = 0; q < m->nd; q++) acc_add(&ad, m->di[q], -m->d[q]);
         emn_lmap lm;
-        acc_to_map(&ac, &ad, &lm);
-        acc_free(&ac);
-        acc_free(&ad);
+        acc_take(&ac, &ad, &lm);
         f->elem_branch_slot[e] = add_slot(f, lm);
         const emn_expr *ma = f->node_mech[eg->from[b]], *mb = f->node_mech[eg->to[b]];
         if (ma || mb)
