@@ -885,7 +885,10 @@ static void write_row(sim *S, writers *W, emn_sim_result *res, bool keep, double
     if (W->csv) emn_out_row(W->csv, t, v + W->np);
     if (keep) {
         int m = 1 + S->nsig - W->np;
-        res->rows = emn_xrealloc(res->rows, (size_t)(res->nrow + 1) * (size_t)m * sizeof(double));
+        if (res->nrow == res->rowcap) {         /* geometric growth: no realloc per row */
+            res->rowcap = res->rowcap ? 2 * res->rowcap : 1024;
+            res->rows = emn_xrealloc(res->rows, (size_t)res->rowcap * (size_t)m * sizeof(double));
+        }
         res->rows[(size_t)res->nrow * (size_t)m] = t;
         memcpy(res->rows + (size_t)res->nrow * (size_t)m + 1, v + W->np, (size_t)(m - 1) * sizeof(double));
         res->nrow++;

@@ -32,7 +32,7 @@ typedef struct emn_sim_result {
     int n, ne, nm;
     double seconds;
     /* with -compare: the saved signals at every output point */
-    int nsig, nrow;
+    int nsig, nrow, rowcap;
     double *rows;               /* nrow x (1 + nsig), time first */
     char **names;
 } emn_sim_result;
