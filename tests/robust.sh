@@ -15,20 +15,6 @@
 
 R="$TESTS_DIR/netlists/robust"
 
-# todo STATUS NAME REASON [DIAGNOSTIC...]: a TAP TODO check, which the
-# harness reports (XFAIL/XPASS) but which does not fail the script
-todo() {
-    local status=$1 name=$2 why=$3
-    shift 3
-    tap_n=$((tap_n + 1))
-    if [ "$status" -eq 0 ]; then
-        echo "ok $tap_n - $name # TODO $why"
-    else
-        echo "not ok $tap_n - $name # TODO $why"
-        for line in "$@"; do printf '%s\n' "$line" | sed 's/^/# /'; done
-    fi
-}
-
 # no_reports NAME: standard error holds no sanitizer or crash report
 no_reports() {
     ! grep -Eq 'Sanitizer|runtime error:|Segmentation|Aborted|core dumped' "$WORK/stderr"
