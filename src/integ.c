@@ -44,6 +44,8 @@ emn_integ *emn_integ_new(emn_form *f, const emn_integ_opts *o)
     it->ptry = emn_xcalloc(sz, sizeof(double));
     it->Ftry = emn_xcalloc(sz, sizeof(double));
     it->hz = emn_xcalloc(sz, sizeof(double));
+    it->w_right = emn_xcalloc(sz, sizeof(double));
+    it->F_right = emn_xcalloc(sz, sizeof(double));
     it->hp = emn_xcalloc(sz, sizeof(double));
     it->peak = emn_xcalloc(4 * sz, sizeof(double));
     it->lu = emn_lu_new();
@@ -63,7 +65,7 @@ void emn_integ_free(emn_integ **pit)
     }
     free(it->r); free(it->dw); free(it->scale); free(it->wtry);
     free(it->ztry); free(it->ptry); free(it->Ftry); free(it->peak);
-    free(it->hz); free(it->hp);
+    free(it->hz); free(it->hp); free(it->w_right); free(it->F_right);
     emn_lu_free(&it->lu);
     for (int k = 0; k < EMN_LU_CACHE; k++) emn_lu_free(&it->cache_lu[k]);
     free(it);
@@ -287,6 +289,7 @@ static double lte_ratio(const emn_integ *it, const step_formula *s, double h, in
     for (int pass = 0; pass < 2; pass++) {
         const double *y = pass ? it->ptry : it->ztry, *y1 = pass ? it->p[0] : it->z[0];
         const double *d = pass ? it->Ftry : it->wtry, *d1 = pass ? it->F[0] : it->w[0];
+        if (it->have_right) d1 = pass ? it->F_right : it->w_right;      /* past a breakpoint */
         const double *d2 = pass ? it->F[1] : it->w[1];
         for (int j = 0; j < n; j++) {
             double est;
@@ -358,6 +361,36 @@ static void accept(emn_integ *it, double tnew, double h, const step_formula *s)
     it->st.steps++;
 }
 
+/* Consistent velocities at t from coordinates z0 and momenta p0: a
+ * backward Euler step of negligible length h.  As h -> 0 its equations
+ * become p(z0, w) = p0 for coordinates with inertia and dp/dz w = F for
+ * the algebraic ones, so the solution is the consistent w, without having
+ * to sort the two.  The step runs from t to t + h, so a velocity that
+ * follows a source's slope (a capacitor loop's current C dE/dt) takes the
+ * slope after t.  The result is in it->wtry; returns 0 or 1. */
+static int consistent_w(emn_integ *it, double t, const double *z0, const double *p0)
+{
+    int n = it->n;
+    double h = fmin(it->o.hmax, it->o.tstop) * 1e-9;
+    if (!(h > 0)) h = 1e-18;
+    double a = 1 / h;
+    for (int j = 0; j < n; j++) {
+        it->hz[j] = -a * z0[j];
+        it->hp[j] = -a * p0[j];
+        it->wtry[j] = 0;
+    }
+    int rc = newton(it, t + h, a, it->hz, it->hp);
+    if (rc != 0) {
+        /* again with more iterations: a nonlinear start may need them */
+        int saved = it->o.itl4;
+        it->o.itl4 = saved < 50 ? 50 : saved;
+        for (int j = 0; j < n; j++) it->wtry[j] = 0;
+        rc = newton(it, t + h, a, it->hz, it->hp);
+        it->o.itl4 = saved;
+    }
+    return rc;
+}
+
 int emn_integ_start(emn_integ *it, double t0, const double *z0, const double *p0)
 {
     int n = it->n;
@@ -365,30 +398,7 @@ int emn_integ_start(emn_integ *it, double t0, const double *z0, const double *p0
     it->t = t0;
     it->npast = 0;
     it->restart = true;
-    /* Consistent velocities: a backward Euler step of negligible length
-     * from (z0, p0).  As h -> 0 its equations become p(z0, w) = p0 for
-     * coordinates with inertia and dp/dz w = F for the algebraic ones, so
-     * the solution is the consistent w0, without having to sort the two. */
-    double h = fmin(it->o.hmax, it->o.tstop) * 1e-9;
-    if (!(h > 0)) h = 1e-18;
-    double a = 1 / h;
-    double *hz = emn_xmalloc((size_t)n * sizeof(double) + 8), *hp = emn_xmalloc((size_t)n * sizeof(double) + 8);
-    for (int j = 0; j < n; j++) {
-        hz[j] = -a * z0[j];
-        hp[j] = -a * p0[j];
-        it->wtry[j] = 0;
-    }
-    int rc = newton(it, t0, a, hz, hp);
-    if (rc != 0) {
-        /* again with more iterations: a nonlinear start may need them */
-        int saved = it->o.itl4;
-        it->o.itl4 = saved < 50 ? 50 : saved;
-        rc = newton(it, t0, a, hz, hp);
-        it->o.itl4 = saved;
-    }
-    free(hz);
-    free(hp);
-    if (rc != 0) {
+    if (consistent_w(it, t0, z0, p0) != 0) {
         snprintf(it->msg, sizeof it->msg, "no consistent initial state found at t = %g", t0);
         return it->bad_coord >= 0 ? EMN_INTEG_SINGULAR : EMN_INTEG_NONCONV;
     }
@@ -502,10 +512,12 @@ int emn_integ_step(emn_integ *it, double tlimit)
         step_formula s = formula(it, hf, order);
         history(it, &s, it->z[0], it->z[1], it->w[0], hzbuf);
         history(it, &s, it->p[0], it->p[1], it->F[0], hpbuf);
-        /* predictor: extrapolate the velocities linearly */
+        /* predictor: extrapolate the velocities linearly (from the
+         * right-hand velocities after a breakpoint) */
+        const double *w0 = it->have_right ? it->w_right : it->w[0];
         for (int j = 0; j < n; j++)
-            it->wtry[j] = it->w[0][j] + (it->npast >= 1 && !it->restart && it->h > 0
-                                         ? (it->w[0][j] - it->w[1][j]) * hf / it->h : 0);
+            it->wtry[j] = w0[j] + (it->npast >= 1 && !it->restart && it->h > 0
+                                   ? (it->w[0][j] - it->w[1][j]) * hf / it->h : 0);
         it->nan_coord = -1;
         int rc = newton(it, t + h, s.a, hzbuf, hpbuf);
         if (rc != 0 && it->nan_coord >= 0 && !state_finite(it, t + h)) {
@@ -535,6 +547,7 @@ int emn_integ_step(emn_integ *it, double tlimit)
             continue;
         }
         accept(it, t + h, hf, &s);
+        it->have_right = false;
         if (!lands || hf == it->hfull || it->hfull == 0) it->hfull = hf;
         it->t = lands ? target : it->t;
         it->tpast[0] = it->t;
@@ -549,11 +562,17 @@ int emn_integ_step(emn_integ *it, double tlimit)
         if (lands && it->t >= it->next_bp * (1 - 1e-13)) {
             it->restart = true;
             it->next_bp = emn_integ_next_break(f, it->t);
-            /* sources changed their slope: the derivative history at the
-             * corner is the right-hand one */
+            /* sources changed their slope (or jumped): velocities that
+             * follow a slope jump with it, so the state at the corner
+             * continues with the consistent right-hand velocities and
+             * momentum rates */
+            const double *wr = it->w[0];
+            if (consistent_w(it, it->t, it->z[0], it->p[0]) == 0) wr = it->wtry;
+            memcpy(it->w_right, wr, (size_t)n * sizeof(double));
             emn_form_set_time(f, it->t);
             int bad = -1;
-            emn_form_eval(f, it->z[0], it->w[0], it->ptry, it->F[0], NULL, &bad);
+            emn_form_eval(f, it->z[0], it->w_right, it->ptry, it->F_right, NULL, &bad);
+            it->have_right = true;
         }
         return 0;
     }

@@ -709,11 +709,19 @@ static int initial_state(sim *S, const double *zop, const double *wop, double *z
         const emn_elem *el = &c->elems.v[e];
         int sl = f->elem_branch_slot[e];
         if (sl < 0) continue;
-        if (S->charge && el->kind == EMN_L && el->has_ic) u0[sl] = el->ic;
+        /* a capacitor's voltage (flux formulation) and an inductor's
+         * current (charge formulation) are the rates their momenta hold:
+         * the IC where given, else the operating point's, else zero (from
+         * rest: uncharged, no current), whatever the sources would add */
+        if (S->charge && el->kind == EMN_L) {
+            if (el->has_ic) u0[sl] = el->ic;
+            else if (!wop) u0[sl] = 0;
+        }
         if (!S->charge && el->kind == EMN_C) {
             bool has;
             double v = ic_of_node_cap(c, e, &has);
             if (has) u0[sl] = v;
+            else if (!wop) u0[sl] = 0;
         }
     }
     /* momenta: each term's dL/du at (v0, u0) */

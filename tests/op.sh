@@ -195,6 +195,10 @@ op_case motor flux 1e-9 "" "$MOTOR"
 DIVIDER='va = 10 * 2 / 3 + 1e-3 * 1e3 * 2e3 / 3e3
       W["v(in)"] = 10; W["v(a)"] = va; W["i(v1)"] = -(10 - va) / 1e3; W["i(r1)"] = (10 - va) / 1e3
       W["i(r2)"] = va / 2e3; W["i(i1)"] = 1e-3'
+# A node between two capacitors and nothing else keeps the zero charge it
+# starts with: v(b) = c1/(c1 + c2) v(a), no current in either capacitor.
+FLOAT_C='W["v(a)"] = 1; W["v(b)"] = 1e-9 / 4e-9; W["i(v1)"] = -1e-3; W["i(r1)"] = 1e-3
+      W["i(c1)"] = 0; W["i(c2)"] = 0'
 # RL: the inductor shorts node a.
 RL='W["v(in)"] = 5; W["v(a)"] = 0; W["i(v1)"] = -0.5; W["i(r1)"] = 0.5; W["i(l1)"] = 0.5'
 # Series capacitors: node m keeps its net charge qm = -c1 v(C1) + c2 v(C2)
@@ -212,6 +216,7 @@ l_loop() {
 }
 for form in charge flux; do
     op_case divider $form 1e-9 "" "$DIVIDER"
+    op_case float_c $form 1e-9 "" "$FLOAT_C"
     op_case rl $form 1e-9 "" "$RL"
     op_case series_c $form 1e-9 "" "$(series_c 0)"
     op_case l_loop $form 1e-9 "" "$(l_loop 0)"
