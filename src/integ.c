@@ -256,6 +256,7 @@ static int newton(emn_integ *it, double tnew, double a, const double *hz, const 
             it->st.jacobians++;
             lu = linear ? cache_slot(it, a) : it->lu;
             if (emn_lu_factor(lu, &f->J, &col) < 0) {
+                it->singular = true;
                 if (linear) for (int k = 0; k < EMN_LU_CACHE; k++) if (it->cache_lu[k] == lu) it->cache_a[k] = NAN;
                 it->bad_coord = col;
                 return 1;
@@ -398,9 +399,15 @@ int emn_integ_start(emn_integ *it, double t0, const double *z0, const double *p0
     it->t = t0;
     it->npast = 0;
     it->restart = true;
+    it->singular = false;
     if (consistent_w(it, t0, z0, p0) != 0) {
-        snprintf(it->msg, sizeof it->msg, "no consistent initial state found at t = %g", t0);
-        return it->bad_coord >= 0 ? EMN_INTEG_SINGULAR : EMN_INTEG_NONCONV;
+        if (it->singular)
+            snprintf(it->msg, sizeof it->msg, "no consistent initial state at t = %g: the Newton matrix is "
+                     "singular (a zero pivot: nothing gives this coordinate inertia, stiffness or damping there)",
+                     t0);
+        else
+            snprintf(it->msg, sizeof it->msg, "no consistent initial state found at t = %g", t0);
+        return it->singular ? EMN_INTEG_SINGULAR : EMN_INTEG_NONCONV;
     }
     /* the state at t0 itself: z0 exactly, w0, and p, F evaluated there */
     emn_form_set_time(f, t0);
@@ -501,6 +508,11 @@ int emn_integ_step(emn_integ *it, double tlimit)
             h = (target - t) / 2;   /* no sliver of a step before the target */
         }
         if (h < it->o.hmin) {
+            if (it->singular) {     /* bad_coord: the zero pivot */
+                snprintf(it->msg, sizeof it->msg, "time step too small (%.3g s) at t = %.9g s: the Newton "
+                         "matrix is singular (a zero pivot)", h, t);
+                return EMN_INTEG_SINGULAR;
+            }
             if (worst >= 0) it->bad_coord = worst;
             snprintf(it->msg, sizeof it->msg, "time step too small (%.3g s) at t = %.9g s", h, t);
             return it->st.newton_rejects > it->st.lte_rejects ? EMN_INTEG_NONCONV : EMN_INTEG_TOOSMALL;
@@ -519,6 +531,7 @@ int emn_integ_step(emn_integ *it, double tlimit)
             it->wtry[j] = w0[j] + (it->npast >= 1 && !it->restart && it->h > 0
                                    ? (it->w[0][j] - it->w[1][j]) * hf / it->h : 0);
         it->nan_coord = -1;
+        it->singular = false;
         int rc = newton(it, t + h, s.a, hzbuf, hpbuf);
         if (rc != 0 && it->nan_coord >= 0 && !state_finite(it, t + h)) {
             /* NaN or Inf already at the last accepted state with the new

@@ -74,6 +74,7 @@ typedef struct emn_integ {
     emn_integ_stats st;
     char msg[512];
     int bad_coord;          /* coordinate named by the last failure, or -1 */
+    bool singular;          /* the last Newton solve met a singular matrix (bad_coord: its zero pivot) */
     int nan_coord;          /* coordinate whose equation went non-finite in the last Newton solve, or -1 */
 } emn_integ;
 

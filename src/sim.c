@@ -1049,7 +1049,11 @@ int emn_sim_tran(const emn_circuit *c, const emn_sim_opts *o, emn_diag *d, bool 
 
     int rc = emn_integ_start(it, 0, z0, p0);
     if (rc < 0) {
-        emn_diag_error(d, EMN_NOLOC, "%s", it->msg);
+        if (it->bad_coord >= 0 && it->bad_coord < f->n)
+            emn_diag_error(d, EMN_NOLOC, "%s formulation: %s; coordinate %s", form_name(f->kind), it->msg,
+                           f->coord[it->bad_coord].name);
+        else
+            emn_diag_error(d, EMN_NOLOC, "%s formulation: %s", form_name(f->kind), it->msg);
         status = EMN_EXIT_FAILED;
         goto done;
     }

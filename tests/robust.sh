@@ -290,6 +290,14 @@ for form in charge flux; do
     ok $? "NaN source ($form): the message says NaN and names the coordinate" "$(cat "$WORK/stderr")"
 done
 
+# A singular Newton matrix: a yoke whose only inertia is on the cart has none
+# at alpha = 0 (dx/dalpha = 0 there); the zero pivot's coordinate is named
+cp "$top_srcdir/tests/netlists/robust/singular_yoke.cir" "$WORK/sing.cir"
+for form in charge flux; do
+    run_emnet -q -tran -form $form -r p.raw -o p.csv sing.cir
+    expect "singular Newton matrix ($form)" 3 "singular" "zero pivot" "coordinate x(a)"
+done
+
 # Pull-in: C(x) leaves its range; the capacitor is named (exit 3 with output)
 run_emnet -q -tran -form flux -r p.raw -o p.csv "$top_srcdir/netlists/mems_pullin.cir"
 expect "C(x) out of range" 3 "Cact" "pull-in"
