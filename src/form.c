@@ -726,32 +726,29 @@ double emn_tmpl_eval_F(const emn_tmpl *t, int a, const double *loc)
 
 /* ---------------------------------------------------------------- build */
 
-static int mech_slot(emn_form *f, int *node_slot, int node)
+/* A slot that is one coordinate (coord >= 0) or one source (s >= 0). */
+static int unit_slot(emn_form *f, int coord, int s)
 {
-    if (node_slot[node] >= 0) return node_slot[node];
     emn_lmap m = {0};
-    m.nc = 1;
     m.ci = emn_xmalloc(sizeof(int));
     m.c = emn_xmalloc(sizeof(double));
-    m.ci[0] = f->node_coord[node];
-    m.c[0] = 1;
     m.di = emn_xmalloc(sizeof(int));
     m.d = emn_xmalloc(sizeof(double));
-    return node_slot[node] = add_slot(f, m);
+    if (coord >= 0) { m.nc = 1; m.ci[0] = coord; m.c[0] = 1; }
+    if (s >= 0) { m.nd = 1; m.di[0] = s; m.d[0] = 1; }
+    return add_slot(f, m);
+}
+
+static int mech_slot(emn_form *f, int *node_slot, int node)
+{
+    if (node_slot[node] < 0) node_slot[node] = unit_slot(f, f->node_coord[node], -1);
+    return node_slot[node];
 }
 
 static int src_slot(emn_form *f, int *src_slot_of, int s)
 {
-    if (src_slot_of[s] >= 0) return src_slot_of[s];
-    emn_lmap m = {0};
-    m.nd = 1;
-    m.ci = emn_xmalloc(sizeof(int));
-    m.c = emn_xmalloc(sizeof(double));
-    m.di = emn_xmalloc(sizeof(int));
-    m.d = emn_xmalloc(sizeof(double));
-    m.di[0] = s;
-    m.d[0] = 1;
-    return src_slot_of[s] = add_slot(f, m);
+    if (src_slot_of[s] < 0) src_slot_of[s] = unit_slot(f, -1, s);
+    return src_slot_of[s];
 }
 
 /* Describe the term of element i (or of the coupled group led by i). */

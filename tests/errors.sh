@@ -13,15 +13,6 @@ for cir in *.cir; do
         continue
     fi
     "$EMNET" --check "$cir" >"$WORK/out" 2>"$WORK/err"
-    rc=$?
-    if [ "$rc" -ne 1 ]; then
-        ok 1 "$name: exit status" "got $rc, want 1"
-    elif [ -s "$WORK/out" ]; then
-        ok 1 "$name: standard output is empty" "$(cat "$WORK/out")"
-    elif ! cmp -s "$WORK/err" "$name.err"; then
-        ok 1 "$name" "$(diff "$name.err" "$WORK/err")"
-    else
-        ok 0 "$name"
-    fi
+    check_invalid "$name" "$name.err" $?
 done
 done_testing

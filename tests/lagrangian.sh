@@ -284,16 +284,7 @@ for cir in bad_*.cir; do
     name=${cir%.cir}
     for form in charge flux; do
         "$EMNET" -lagrangian -form "$form" "$cir" >"$WORK/out" 2>"$WORK/err"
-        rc=$?
-        if [ "$rc" -ne 1 ]; then
-            ok 1 "$name $form: exit status" "got $rc, want 1" "$(cat "$WORK/err")"
-        elif [ -s "$WORK/out" ]; then
-            ok 1 "$name $form: standard output is empty" "$(cat "$WORK/out")"
-        elif ! cmp -s "$WORK/err" "$name.err"; then
-            ok 1 "$name $form: message" "$(diff "$name.err" "$WORK/err")"
-        else
-            ok 0 "$name $form"
-        fi
+        check_invalid "$name $form" "$name.err" $?
     done
 done
 done_testing

@@ -66,6 +66,21 @@ select_cols() {
         { line = $1; for (k = 1; k <= n; k++) line = line " " ((W[k] in H) ? $(H[W[k]]) : "nan"); print line }' "$file"
 }
 
+# check_invalid NAME EXPECTED RC: an invalid input must exit 1 with nothing
+# on standard output and exactly the EXPECTED text on standard error (the
+# run's outputs in $WORK/out and $WORK/err, its status in RC).
+check_invalid() {
+    if [ "$3" -ne 1 ]; then
+        ok 1 "$1: exit status" "got $3, want 1" "$(cat "$WORK/err")"
+    elif [ -s "$WORK/out" ]; then
+        ok 1 "$1: standard output is empty" "$(cat "$WORK/out")"
+    elif ! cmp -s "$WORK/err" "$2"; then
+        ok 1 "$1: message" "$(diff "$2" "$WORK/err")"
+    else
+        ok 0 "$1"
+    fi
+}
+
 done_testing() {
     echo "1..$tap_n"
     [ "$tap_failed" -eq 0 ]
