@@ -368,8 +368,12 @@ static void accept(emn_integ *it, double tnew, double h, const step_formula *s)
  * the algebraic ones, so the solution is the consistent w, without having
  * to sort the two.  The step runs from t to t + h, so a velocity that
  * follows a source's slope (a capacitor loop's current C dE/dt) takes the
- * slope after t.  The result is in it->wtry; returns 0 or 1. */
-static int consistent_w(emn_integ *it, double t, const double *z0, const double *p0)
+ * slope after t.  Newton starts from wguess (zero if NULL): the matrix of
+ * so short a step is badly conditioned (a C against G), and a solve from
+ * zero leaves errors of reltol size in every velocity, where one from the
+ * velocities before a corner corrects only what jumped.  The result is in
+ * it->wtry; returns 0 or 1. */
+static int consistent_w(emn_integ *it, double t, const double *z0, const double *p0, const double *wguess)
 {
     int n = it->n;
     double h = fmin(it->o.hmax, it->o.tstop) * 1e-9;
@@ -378,14 +382,14 @@ static int consistent_w(emn_integ *it, double t, const double *z0, const double 
     for (int j = 0; j < n; j++) {
         it->hz[j] = -a * z0[j];
         it->hp[j] = -a * p0[j];
-        it->wtry[j] = 0;
+        it->wtry[j] = wguess ? wguess[j] : 0;
     }
     int rc = newton(it, t + h, a, it->hz, it->hp);
     if (rc != 0) {
         /* again with more iterations: a nonlinear start may need them */
         int saved = it->o.itl4;
         it->o.itl4 = saved < 50 ? 50 : saved;
-        for (int j = 0; j < n; j++) it->wtry[j] = 0;
+        for (int j = 0; j < n; j++) it->wtry[j] = wguess ? wguess[j] : 0;
         rc = newton(it, t + h, a, it->hz, it->hp);
         it->o.itl4 = saved;
     }
@@ -400,7 +404,7 @@ int emn_integ_start(emn_integ *it, double t0, const double *z0, const double *p0
     it->npast = 0;
     it->restart = true;
     it->singular = false;
-    if (consistent_w(it, t0, z0, p0) != 0) {
+    if (consistent_w(it, t0, z0, p0, NULL) != 0) {
         if (it->singular)
             snprintf(it->msg, sizeof it->msg, "no consistent initial state at t = %g: the Newton matrix is "
                      "singular (a zero pivot: nothing gives this coordinate inertia, stiffness or damping there)",
@@ -580,7 +584,7 @@ int emn_integ_step(emn_integ *it, double tlimit)
              * continues with the consistent right-hand velocities and
              * momentum rates */
             const double *wr = it->w[0];
-            if (consistent_w(it, it->t, it->z[0], it->p[0]) == 0) wr = it->wtry;
+            if (consistent_w(it, it->t, it->z[0], it->p[0], it->w[0]) == 0) wr = it->wtry;
             memcpy(it->w_right, wr, (size_t)n * sizeof(double));
             emn_form_set_time(f, it->t);
             int bad = -1;
