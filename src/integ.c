@@ -489,10 +489,16 @@ int emn_integ_step(emn_integ *it, double tlimit)
     else
         h = it->hnext;
     h = fmin(h, it->o.hmax);
-    /* past a breakpoint, restart short and first order, as SPICE does: the
-     * sources' slopes changed, and the history before the corner says
-     * nothing about what follows */
-    if (it->restart && it->npast > 0) h = fmin(h, 0.25 * (fmin(it->next_bp, tlimit) - t));
+    /* past a breakpoint, restart short and first order, as SPICE does
+     * (a tenth of the step before the corner or of the way to the next
+     * one): the sources' slopes changed, the history before the corner
+     * says nothing about what follows, and a long first-order step there
+     * leaves an error in slow modes (a pad inductor's current) that the
+     * error test cannot see */
+    if (it->restart && it->npast > 0) {
+        double gap = fmin(it->next_bp, tlimit) - t;
+        h = fmin(h, 0.1 * (it->hfull > 0 ? fmin(it->hfull, gap) : gap));
+    }
     if (linear) h = ladder(it, h);
     double *hzbuf = it->hz, *hpbuf = it->hp;
     int worst = -1;
