@@ -1023,6 +1023,8 @@ emn_form *emn_form_build(const emn_circuit *c, emn_form_kind kind, emn_diag *d)
     }
     f->S = emn_xcalloc((size_t)f->nsrc + 1, sizeof(double));
     f->s = emn_xcalloc((size_t)f->nsrc + 1, sizeof(double));
+    f->seg = emn_xcalloc(5 * (size_t)f->nsrc + 1, sizeof(double));
+    for (int s = 0; s < f->nsrc; s++) f->seg[5 * s + 1] = -INFINITY;     /* empty: no time hits */
     f->elem_branch_slot = emn_xmalloc((size_t)ne * sizeof(int) + 1);
     f->elem_branch_mech = emn_xcalloc((size_t)ne + 1, sizeof(emn_expr *));
     f->elem_branch_mech_p = emn_xcalloc((size_t)ne + 1, sizeof(emn_expr *));
@@ -1221,7 +1223,7 @@ void emn_form_free(emn_form **pf)
     int ncoord = f->n > f->ne ? f->n : f->ne;
     for (int j = 0; f->coord && j < ncoord; j++) free((char *)f->coord[j].name);
     free(f->coord);
-    free(f->src_elem); free(f->elem_src); free(f->S); free(f->s);
+    free(f->src_elem); free(f->elem_src); free(f->S); free(f->s); free(f->seg);
     free(f->elem_branch_slot); free(f->elem_branch_mech); free(f->elem_branch_mech_p);
     free(f->node_coord); free(f->xnode); free(f->vexpr_c);
     if (f->node_map) {
@@ -1266,19 +1268,48 @@ static void time_parts(emn_form *f)
     }
 }
 
+/* DC, PULSE and PWL are straight lines between their breakpoints: the
+ * line through a source's last looked-up time serves every later time
+ * before its next corner, so a step's many evaluations (and a power
+ * grid's ten thousand pulsed loads) cost a multiply-add each, without
+ * touching the netlist. */
+static bool piecewise_linear(const emn_source *src)
+{
+    return src->kind == EMN_WAVE_NONE || src->kind == EMN_WAVE_PULSE || src->kind == EMN_WAVE_PWL;
+}
+
 void emn_form_set_time(emn_form *f, double t)
 {
     const emn_circuit *c = f->c;
     f->t = t;
     for (int s = 0; s < f->nsrc; s++) {
-        emn_source *src = (emn_source *)&c->elems.v[f->src_elem[s]].src;
-        if (src->kind == EMN_WAVE_NONE) {       /* DC: nothing to look up */
-            f->s[s] = src->dc;
-            f->S[s] = src->dc * t;
-            continue;
+        /* seg: t0 (where the line was looked up), t1 (the next corner),
+         * value and slope at t0, integral at t0 */
+        double *g = f->seg + 5 * s;
+        bool want_int = !f->need_int || f->need_int[s];
+        if (!(t >= g[0] && t < g[1])) {
+            emn_source *src = (emn_source *)&c->elems.v[f->src_elem[s]].src;
+            if (!piecewise_linear(src)) {
+                f->s[s] = emn_wave_value(src, t);
+                f->S[s] = want_int ? emn_wave_integral(src, t) : 0;
+                continue;
+            }
+            if (src->kind == EMN_WAVE_NONE) {
+                g[0] = 0;
+                g[1] = INFINITY;
+                g[2] = src->dc;
+                g[3] = g[4] = 0;
+            } else {
+                g[0] = t;
+                g[1] = emn_wave_next_break(src, t);
+                g[2] = emn_wave_value(src, t);
+                g[3] = emn_wave_deriv(src, t);
+                g[4] = want_int ? emn_wave_integral(src, t) : 0;
+            }
         }
-        f->s[s] = emn_wave_value(src, t);
-        f->S[s] = f->need_int && !f->need_int[s] ? 0 : emn_wave_integral(src, t);
+        double u = t - g[0];
+        f->s[s] = g[2] + g[3] * u;
+        f->S[s] = want_int ? g[4] + u * (g[2] + 0.5 * g[3] * u) : 0;
     }
     time_parts(f);
 }
