@@ -18,6 +18,7 @@
 #include "util.h"
 #include "wave.h"
 
+#include <assert.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1190,6 +1191,25 @@ emn_form *emn_form_build(const emn_circuit *c, emn_form_kind kind, emn_diag *d)
         f->lin_ptr[col + 1] = cnt;
     }
 
+    /* and once more, only the dp/dz and dF/dz entries (emn_form_eval_rest) */
+    f->linz_ptr = emn_xcalloc((size_t)f->n + 1, sizeof(int));
+    cnt = 0;
+    for (int k = 0; k < nnz; k++)
+        if (f->Apz[k] != 0 || f->Afz[k] != 0) cnt++;
+    f->linz_row = emn_xmalloc((size_t)cnt * sizeof(int) + 1);
+    f->linz_v = emn_xmalloc(2 * (size_t)cnt * sizeof(double) + 1);
+    cnt = 0;
+    for (int col = 0; col < f->n; col++) {
+        for (int k = f->J.Ap[col]; k < f->J.Ap[col + 1]; k++) {
+            if (f->Apz[k] == 0 && f->Afz[k] == 0) continue;
+            f->linz_row[cnt] = f->J.Ai[k];
+            f->linz_v[2 * cnt] = f->Apz[k];
+            f->linz_v[2 * cnt + 1] = f->Afz[k];
+            cnt++;
+        }
+        f->linz_ptr[col + 1] = cnt;
+    }
+
     /* which sources' integrals are used: a time coupling of a linear term,
      * an offset of a branch or node, or a nonlinear term's source slot */
     f->need_int = emn_xcalloc((size_t)f->nsrc + 1, sizeof(bool));
@@ -1245,6 +1265,7 @@ void emn_form_free(emn_form **pf)
     free(f->nonlinear);
     free(f->scratch);
     free(f->lin_ptr); free(f->lin_row); free(f->lin_v); free(f->need_int);
+    free(f->linz_ptr); free(f->linz_row); free(f->linz_v);
     emn_arena_free(&f->ar);
     free(f);
     *pf = NULL;
@@ -1377,6 +1398,24 @@ int emn_form_eval(emn_form *f, const double *z, const double *w, double *p, doub
         }
     }
     return 0;
+}
+
+void emn_form_eval_rest(const emn_form *f, const double *z, double *p, double *F)
+{
+    assert(f->nnonlinear == 0);
+    int n = f->n;
+    memcpy(p, f->pt, (size_t)n * sizeof(double));
+    memcpy(F, f->ft, (size_t)n * sizeof(double));
+    const int *lp = f->linz_ptr, *lr = f->linz_row;
+    const double *lv = f->linz_v;
+    for (int col = 0; col < n; col++) {
+        double zc = z[col];
+        if (zc == 0) continue;
+        for (int k = lp[col]; k < lp[col + 1]; k++) {
+            p[lr[k]] += lv[2 * k] * zc;
+            F[lr[k]] += lv[2 * k + 1] * zc;
+        }
+    }
 }
 
 int emn_form_jacobian(emn_form *f, const double *z, const double *w, double a)

@@ -134,6 +134,8 @@ typedef struct emn_form {
      * is nonzero (column-major), for one fused pass per evaluation */
     int *lin_ptr, *lin_row;
     double *lin_v;      /* 4 per entry: dp/dz, dp/dw, dF/dz, dF/dw */
+    int *linz_ptr, *linz_row;
+    double *linz_v;     /* the same for the dp/dz, dF/dz entries only: 2 per entry */
     bool *need_int;     /* per source: its integral is used somewhere */
     int *nonlinear;     /* indices of nonlinear terms */
     int nnonlinear;
@@ -167,6 +169,10 @@ void emn_form_set_dc(emn_form *f, double scale);
  */
 int emn_form_eval(emn_form *f, const double *z, const double *w, double *p, double *F,
                   double *scale, int *bad_term);
+
+/* A linear formulation's p and F at (z, w = 0) and the time last set:
+ * cheaper than emn_form_eval, for the right-hand side of a linear step. */
+void emn_form_eval_rest(const emn_form *f, const double *z, double *p, double *F);
 
 /* Fill f->J.Ax with the Newton matrix for leading coefficient a. */
 int emn_form_jacobian(emn_form *f, const double *z, const double *w, double a);

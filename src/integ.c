@@ -48,6 +48,17 @@ emn_integ *emn_integ_new(emn_form *f, const emn_integ_opts *o)
     it->F_right = emn_xcalloc(sz, sizeof(double));
     it->hp = emn_xcalloc(sz, sizeof(double));
     it->peak = emn_xcalloc(4 * sz, sizeof(double));
+    /* absolute tolerances by what a coordinate is: its velocity (Newton
+     * update) and its equation's residual */
+    it->w_abs = emn_xcalloc(sz, sizeof(double));
+    it->res_abs = emn_xcalloc(sz, sizeof(double));
+    for (int j = 0; j < n; j++) {
+        switch (f->coord[j].kind) {
+        case EMN_COORD_LOOP: it->w_abs[j] = o->abstol; it->res_abs[j] = o->vntol; break;     /* A; V */
+        case EMN_COORD_NODE: it->w_abs[j] = o->vntol; it->res_abs[j] = o->abstol; break;     /* V; A */
+        default: it->w_abs[j] = it->res_abs[j] = 1e-30; break;
+        }
+    }
     it->lu = emn_lu_new();
     /* each cached factorization costs memory in proportion to the
      * circuit: sixteen for small circuits, down to two at 10^6 unknowns */
@@ -65,7 +76,7 @@ void emn_integ_free(emn_integ **pit)
     }
     free(it->r); free(it->dw); free(it->scale); free(it->wtry);
     free(it->ztry); free(it->ptry); free(it->Ftry); free(it->peak);
-    free(it->hz); free(it->hp); free(it->w_right); free(it->F_right);
+    free(it->hz); free(it->hp); free(it->w_right); free(it->F_right); free(it->w_abs); free(it->res_abs);
     emn_lu_free(&it->lu);
     for (int k = 0; k < EMN_LU_CACHE; k++) emn_lu_free(&it->cache_lu[k]);
     free(it);
@@ -139,18 +150,6 @@ static void p_abstol(const emn_integ *it, int j, double *ay, double *ad, bool *r
     }
 }
 
-/* Newton update tolerance on w_j and residual tolerance on row j. */
-static double w_tol(const emn_integ *it, int j, double w)
-{
-    double a;
-    switch (it->f->coord[j].kind) {
-    case EMN_COORD_LOOP: a = it->o.abstol; break;
-    case EMN_COORD_NODE: a = it->o.vntol; break;
-    default: a = 1e-30; break;
-    }
-    return it->o.reltol * fabs(w) + a;
-}
-
 /* ------------------------------------------------------------- Newton */
 
 typedef struct step_formula { double a, a1, a2, b1; int order; } step_formula;
@@ -215,10 +214,34 @@ static emn_lu *cache_slot(emn_integ *it, double a)
     return it->cache_lu[victim];
 }
 
-/* Newton solve for w at t+h.  hz, hp: history parts.  On success the
- * solution is in it->wtry/ztry/ptry/Ftry.  Returns 0, 1 (no convergence:
- * retry smaller), or a failure code. */
-static int newton(emn_integ *it, double tnew, double a, const double *hz, const double *hp)
+/* The factorization of the Newton matrix for leading coefficient a at
+ * (z, w): a linear circuit's from the cache, refactored only for a new a.
+ * NULL if the matrix is singular or not finite. */
+static emn_lu *newton_lu(emn_integ *it, double a, const double *z, const double *w, bool linear)
+{
+    emn_form *f = it->f;
+    emn_lu *lu = linear ? cached_lu(it, a) : NULL;
+    if (lu) return lu;
+    if (emn_form_jacobian(f, z, w, a)) return NULL;
+    int col = -1;
+    it->st.jacobians++;
+    lu = linear ? cache_slot(it, a) : it->lu;
+    if (emn_lu_factor(lu, &f->J, &col) < 0) {
+        it->singular = true;
+        if (linear) for (int k = 0; k < EMN_LU_CACHE; k++) if (it->cache_lu[k] == lu) it->cache_a[k] = NAN;
+        it->bad_coord = col;
+        return NULL;
+    }
+    return lu;
+}
+
+/* Newton solve for w at t+h.  hz, hp: history parts; the iteration starts
+ * from it->wtry, or, for a linear circuit with `direct`, from the exact
+ * solve r(0) + J w = 0 (r is affine in w: one solve and one evaluation to
+ * confirm, instead of evaluations at the predictor and at the solution).
+ * On success the solution is in it->wtry/ztry/ptry/Ftry.  Returns 0, 1
+ * (no convergence: retry smaller), or a failure code. */
+static int newton(emn_integ *it, double tnew, double a, const double *hz, const double *hp, bool direct)
 {
     emn_form *f = it->f;
     int n = it->n;
@@ -226,7 +249,26 @@ static int newton(emn_integ *it, double tnew, double a, const double *hz, const 
     bool linear = emn_form_is_linear(f);
     emn_form_set_time(f, tnew);
     bool dw_ok = false;
-    for (int iter = 0; iter <= it->o.itl4; iter++) {
+    int iter = 0;
+    if (linear && direct) {
+        for (int j = 0; j < n; j++) z[j] = -hz[j] / a;
+        emn_form_eval_rest(f, z, p, F);
+        for (int j = 0; j < n; j++) it->dw[j] = a * p[j] + hp[j] - F[j];
+        it->st.newton++;
+        emn_lu *lu = newton_lu(it, a, z, w, true);
+        if (!lu) return 1;
+        emn_lu_solve(lu, it->dw);
+        it->st.solves++;
+        for (int j = 0; j < n; j++) {
+            w[j] = -it->dw[j];
+            if (!isfinite(w[j])) {
+                it->nan_coord = j;
+                return 1;
+            }
+        }
+        iter = 1;
+    }
+    for (; iter <= it->o.itl4; iter++) {
         for (int j = 0; j < n; j++) z[j] = (w[j] - hz[j]) / a;
         int bad = -1;
         if (emn_form_eval(f, z, w, p, F, it->scale, &bad)) {
@@ -237,9 +279,7 @@ static int newton(emn_integ *it, double tnew, double a, const double *hz, const 
         for (int j = 0; j < n; j++) {
             double ap = a * p[j];
             it->r[j] = ap + hp[j] - F[j];
-            double tol = it->o.reltol * (fabs(ap) + fabs(hp[j]) + fabs(it->scale[j])) +
-                         (f->coord[j].kind == EMN_COORD_LOOP ? it->o.vntol :
-                          f->coord[j].kind == EMN_COORD_NODE ? it->o.abstol : 1e-30);
+            double tol = it->o.reltol * (fabs(ap) + fabs(hp[j]) + fabs(it->scale[j])) + it->res_abs[j];
             if (!isfinite(it->r[j])) {
                 it->nan_coord = j;
                 return 1;
@@ -249,30 +289,20 @@ static int newton(emn_integ *it, double tnew, double a, const double *hz, const 
         if (iter > 0 && res_ok && (dw_ok || linear)) return 0;
         if (iter == it->o.itl4) break;
         it->st.newton++;
-        emn_lu *lu = linear ? cached_lu(it, a) : NULL;
-        if (!lu) {
-            if (emn_form_jacobian(f, z, w, a)) return 1;
-            int col = -1;
-            it->st.jacobians++;
-            lu = linear ? cache_slot(it, a) : it->lu;
-            if (emn_lu_factor(lu, &f->J, &col) < 0) {
-                it->singular = true;
-                if (linear) for (int k = 0; k < EMN_LU_CACHE; k++) if (it->cache_lu[k] == lu) it->cache_a[k] = NAN;
-                it->bad_coord = col;
-                return 1;
-            }
-        }
+        emn_lu *lu = newton_lu(it, a, z, w, linear);
+        if (!lu) return 1;
         memcpy(it->dw, it->r, (size_t)n * sizeof(double));
         emn_lu_solve(lu, it->dw);
         it->st.solves++;
         dw_ok = true;
+        double rt = it->o.reltol;
         for (int j = 0; j < n; j++) {
             double wn = w[j] - it->dw[j];
             if (!isfinite(wn)) {
                 it->nan_coord = j;
                 return 1;
             }
-            if (fabs(it->dw[j]) > w_tol(it, j, fmax(fabs(wn), fabs(w[j])))) dw_ok = false;
+            if (fabs(it->dw[j]) > rt * fmax(fabs(wn), fabs(w[j])) + it->w_abs[j]) dw_ok = false;
             w[j] = wn;
         }
     }
@@ -384,13 +414,13 @@ static int consistent_w(emn_integ *it, double t, const double *z0, const double 
         it->hp[j] = -a * p0[j];
         it->wtry[j] = wguess ? wguess[j] : 0;
     }
-    int rc = newton(it, t + h, a, it->hz, it->hp);
+    int rc = newton(it, t + h, a, it->hz, it->hp, false);
     if (rc != 0) {
         /* again with more iterations: a nonlinear start may need them */
         int saved = it->o.itl4;
         it->o.itl4 = saved < 50 ? 50 : saved;
         for (int j = 0; j < n; j++) it->wtry[j] = wguess ? wguess[j] : 0;
-        rc = newton(it, t + h, a, it->hz, it->hp);
+        rc = newton(it, t + h, a, it->hz, it->hp, false);
         it->o.itl4 = saved;
     }
     return rc;
@@ -542,7 +572,7 @@ int emn_integ_step(emn_integ *it, double tlimit)
                                    ? (it->w[0][j] - it->w[1][j]) * hf / it->h : 0);
         it->nan_coord = -1;
         it->singular = false;
-        int rc = newton(it, t + h, s.a, hzbuf, hpbuf);
+        int rc = newton(it, t + h, s.a, hzbuf, hpbuf, true);
         if (rc != 0 && it->nan_coord >= 0 && !state_finite(it, t + h)) {
             /* NaN or Inf already at the last accepted state with the new
              * time: the sources made it, and no smaller step will help */

@@ -71,6 +71,7 @@ typedef struct emn_integ {
     double *w_right, *F_right;
     bool have_right;
     double *peak;           /* running max |z|, |p| per coordinate, for mechanical tolerances */
+    double *w_abs, *res_abs;    /* absolute tolerances of each velocity and residual */
     emn_integ_stats st;
     char msg[512];
     int bad_coord;          /* coordinate named by the last failure, or -1 */
