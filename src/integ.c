@@ -23,6 +23,44 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Tolerances of z_j and p_j, by what the coordinate is: tol_zy/tol_py
+ * apply to the value, tol_zd/tol_pd to its derivative (times h), and a
+ * momentum's own magnitude counts, a coordinate's does not.  No
+ * coordinate has a natural origin: a node's flux linkage and a loop's
+ * charge grow like V t and I t under DC, a motor's angle without bound,
+ * and shifting any of them changes nothing physical.  So a coordinate's
+ * error is measured against its motion per step, h |velocity|, with
+ * SPICE's abstol, vntol and chgtol for electrical coordinates and a
+ * thousandth of the largest velocity seen so far for mechanical ones.
+ * Momenta (flux linkages of loops, charges of nodes, mechanical momenta)
+ * do have a meaningful size.  Electrical tolerances are set once;
+ * mechanical ones follow the peaks (mech_tolerances). */
+static void set_tolerances(emn_integ *it)
+{
+    const emn_integ_opts *o = &it->o;
+    for (int j = 0; j < it->f->ne; j++) {
+        if (it->f->coord[j].kind == EMN_COORD_LOOP) {
+            it->tol_zy[j] = o->chgtol; it->tol_zd[j] = o->abstol;      /* C, A */
+            it->tol_py[j] = 0; it->tol_pd[j] = o->vntol;               /* V s, V */
+        } else {
+            it->tol_zy[j] = 0; it->tol_zd[j] = o->vntol;               /* V s, V */
+            it->tol_py[j] = o->chgtol; it->tol_pd[j] = o->abstol;      /* C, A */
+        }
+    }
+}
+
+static void mech_tolerances(emn_integ *it)
+{
+    int n = it->n;
+    double k = 1e-3 * it->o.reltol;
+    for (int j = it->f->ne; j < n; j++) {
+        it->tol_zy[j] = 1e-30;
+        it->tol_zd[j] = k * it->peak[2 * n + j] + 1e-30;
+        it->tol_py[j] = k * it->peak[n + j] + 1e-30;
+        it->tol_pd[j] = k * it->peak[3 * n + j] + 1e-30;
+    }
+}
+
 emn_integ *emn_integ_new(emn_form *f, const emn_integ_opts *o)
 {
     emn_integ *it = emn_xcalloc(1, sizeof *it);
@@ -52,6 +90,12 @@ emn_integ *emn_integ_new(emn_form *f, const emn_integ_opts *o)
      * update) and its equation's residual */
     it->w_abs = emn_xcalloc(sz, sizeof(double));
     it->res_abs = emn_xcalloc(sz, sizeof(double));
+    it->tol_zy = emn_xcalloc(sz, sizeof(double));
+    it->tol_zd = emn_xcalloc(sz, sizeof(double));
+    it->tol_py = emn_xcalloc(sz, sizeof(double));
+    it->tol_pd = emn_xcalloc(sz, sizeof(double));
+    set_tolerances(it);
+    mech_tolerances(it);
     for (int j = 0; j < n; j++) {
         switch (f->coord[j].kind) {
         case EMN_COORD_LOOP: it->w_abs[j] = o->abstol; it->res_abs[j] = o->vntol; break;     /* A; V */
@@ -77,6 +121,7 @@ void emn_integ_free(emn_integ **pit)
     free(it->r); free(it->dw); free(it->scale); free(it->wtry);
     free(it->ztry); free(it->ptry); free(it->Ftry); free(it->peak);
     free(it->hz); free(it->hp); free(it->w_right); free(it->F_right); free(it->w_abs); free(it->res_abs);
+    free(it->tol_zy); free(it->tol_zd); free(it->tol_py); free(it->tol_pd);
     emn_lu_free(&it->lu);
     for (int k = 0; k < EMN_LU_CACHE; k++) emn_lu_free(&it->cache_lu[k]);
     free(it);
@@ -113,42 +158,6 @@ double emn_integ_next_break(const emn_form *f, double t)
 }
 
 /* ------------------------------------------------------------ tolerances */
-
-/* Tolerances of z_j and p_j, by what the coordinate is: *ay applies to the
- * value, *ad to its derivative (times h), *ry says whether the value's own
- * magnitude counts.  No coordinate has a natural origin: a node's flux
- * linkage and a loop's charge grow like V t and I t under DC, a motor's
- * angle without bound, and shifting any of them changes nothing physical.
- * So a coordinate's error is measured against its motion per step,
- * h |velocity|, with SPICE's abstol, vntol and chgtol for electrical
- * coordinates and a thousandth of the largest velocity seen so far for
- * mechanical ones.  Momenta (flux linkages of loops, charges of nodes,
- * mechanical momenta) do have a meaningful size. */
-static void z_abstol(const emn_integ *it, int j, double *ay, double *ad, bool *ry)
-{
-    *ry = false;
-    switch (it->f->coord[j].kind) {
-    case EMN_COORD_LOOP: *ay = it->o.chgtol; *ad = it->o.abstol; break;   /* C, A */
-    case EMN_COORD_NODE: *ay = 0; *ad = it->o.vntol; break;               /* V s, V */
-    default:
-        *ay = 1e-30;
-        *ad = 1e-3 * it->o.reltol * it->peak[2 * it->n + j] + 1e-30;
-        break;
-    }
-}
-
-static void p_abstol(const emn_integ *it, int j, double *ay, double *ad, bool *ry)
-{
-    *ry = true;
-    switch (it->f->coord[j].kind) {
-    case EMN_COORD_LOOP: *ay = 0; *ad = it->o.vntol; break;               /* V s, V */
-    case EMN_COORD_NODE: *ay = it->o.chgtol; *ad = it->o.abstol; break;   /* C, A */
-    default:
-        *ay = 1e-3 * it->o.reltol * it->peak[it->n + j] + 1e-30;
-        *ad = 1e-3 * it->o.reltol * it->peak[3 * it->n + j] + 1e-30;
-        break;
-    }
-}
 
 /* ------------------------------------------------------------- Newton */
 
@@ -316,36 +325,39 @@ static double lte_ratio(const emn_integ *it, const step_formula *s, double h, in
 {
     double err = 0;
     int n = it->n;
+    double rt = it->o.reltol;
     double C = s->order == 1 ? 0.5 : (it->o.method == EMN_METHOD_TRAP ? 1.0 / 12 : 2.0 / 9);
+    /* est = |k1 (d - d1) - k2 (d1 - d2)|: h^2/2 y'' from two points, or
+     * C h^3 y''' from three */
+    double hp = it->h, k1, k2;
+    if (s->order == 1) {
+        k1 = C * h;
+        k2 = 0;
+    } else {
+        k1 = C * h * h * 2 / (h + hp);
+        k2 = C * h * h * h * 2 / ((h + hp) * hp);
+    }
     for (int pass = 0; pass < 2; pass++) {
         const double *y = pass ? it->ptry : it->ztry, *y1 = pass ? it->p[0] : it->z[0];
         const double *d = pass ? it->Ftry : it->wtry, *d1 = pass ? it->F[0] : it->w[0];
         if (it->have_right) d1 = pass ? it->F_right : it->w_right;      /* past a breakpoint */
         const double *d2 = pass ? it->F[1] : it->w[1];
+        const double *ay = pass ? it->tol_py : it->tol_zy, *ad = pass ? it->tol_pd : it->tol_zd;
+        /* a momentum's rate F is a sum that cancels (Kirchhoff's current
+         * law at a node without capacitance): the Newton iteration fixes
+         * it only to reltol of the terms summed, so its error test is
+         * measured against them too */
+        const double *sc = pass ? it->scale : NULL;
         for (int j = 0; j < n; j++) {
-            double est;
-            if (s->order == 1) {
-                est = C * h * fabs(d[j] - d1[j]);           /* h^2/2 y'' */
-            } else {
-                double hp = it->h;
-                double ydd = 2 / (h + hp) * ((d[j] - d1[j]) / h - (d1[j] - d2[j]) / hp);
-                est = C * h * h * h * fabs(ydd);             /* C h^3 y''' */
-            }
-            double ay, ad;
-            bool ry;
-            if (pass) p_abstol(it, j, &ay, &ad, &ry);
-            else z_abstol(it, j, &ay, &ad, &ry);
-            /* a momentum's rate F is a sum that cancels (Kirchhoff's
-             * current law at a node without capacitance): the Newton
-             * iteration fixes it only to reltol of the terms summed, so
-             * its error test is measured against them too */
-            double dscale = fmax(fabs(d[j]), fabs(d1[j]));
-            if (pass) dscale = fmax(dscale, it->scale[j]);
-            double tol = fmax((ry ? it->o.reltol * fmax(fabs(y[j]), fabs(y1[j])) : 0) + ay,
-                              h * (it->o.reltol * dscale + ad));
-            double r = tol > 0 ? est / tol : (est > 0 ? INFINITY : 0);
-            if (r > err) {
-                err = r;
+            double est = fabs(k1 * (d[j] - d1[j]) - (k2 != 0 ? k2 * (d1[j] - d2[j]) : 0));
+            double dscale = fabs(d[j]) > fabs(d1[j]) ? fabs(d[j]) : fabs(d1[j]);
+            if (sc && sc[j] > dscale) dscale = sc[j];
+            double ty = ay[j];
+            if (pass) ty += rt * (fabs(y[j]) > fabs(y1[j]) ? fabs(y[j]) : fabs(y1[j]));
+            double td = h * (rt * dscale + ad[j]);
+            double tol = ty > td ? ty : td;     /* > 0: every ad is */
+            if (est > err * tol) {
+                err = est / tol;
                 *worst = j;
             }
         }
@@ -365,14 +377,29 @@ static void rotate(emn_integ *it)
     it->tpast[1] = it->tpast[0];
 }
 
-static void accept(emn_integ *it, double tnew, double h, const step_formula *s)
+/* Running peaks of |z|, |p|, |w|, |F| of the mechanical coordinates (the
+ * electrical tolerances do not use them). */
+static void mech_peaks(emn_integ *it)
 {
     int n = it->n;
+    for (int j = it->f->ne; j < n; j++) {
+        if (fabs(it->z[0][j]) > it->peak[j]) it->peak[j] = fabs(it->z[0][j]);
+        if (fabs(it->p[0][j]) > it->peak[n + j]) it->peak[n + j] = fabs(it->p[0][j]);
+        if (fabs(it->w[0][j]) > it->peak[2 * n + j]) it->peak[2 * n + j] = fabs(it->w[0][j]);
+        if (fabs(it->F[0][j]) > it->peak[3 * n + j]) it->peak[3 * n + j] = fabs(it->F[0][j]);
+    }
+    mech_tolerances(it);
+}
+
+/* The trial state becomes the latest point: buffers change hands rather
+ * than contents. */
+static void accept(emn_integ *it, double tnew, double h, const step_formula *s)
+{
+    double *t;
     rotate(it);
-    memcpy(it->z[0], it->ztry, (size_t)n * sizeof(double));
-    memcpy(it->w[0], it->wtry, (size_t)n * sizeof(double));
-    memcpy(it->p[0], it->ptry, (size_t)n * sizeof(double));
-    memcpy(it->F[0], it->Ftry, (size_t)n * sizeof(double));
+#define TAKE(A, B) t = A[0]; A[0] = B; B = t
+    TAKE(it->z, it->ztry); TAKE(it->w, it->wtry); TAKE(it->p, it->ptry); TAKE(it->F, it->Ftry);
+#undef TAKE
     it->tpast[0] = tnew;
     if (it->npast < 2) it->npast++;
     it->hprev = it->h;
@@ -383,12 +410,7 @@ static void accept(emn_integ *it, double tnew, double h, const step_formula *s)
     it->a1 = s->a1;
     it->a2 = s->a2;
     it->b1 = s->b1;
-    for (int j = 0; j < n; j++) {
-        if (fabs(it->z[0][j]) > it->peak[j]) it->peak[j] = fabs(it->z[0][j]);
-        if (fabs(it->p[0][j]) > it->peak[n + j]) it->peak[n + j] = fabs(it->p[0][j]);
-        if (fabs(it->w[0][j]) > it->peak[2 * n + j]) it->peak[2 * n + j] = fabs(it->w[0][j]);
-        if (fabs(it->F[0][j]) > it->peak[3 * n + j]) it->peak[3 * n + j] = fabs(it->F[0][j]);
-    }
+    mech_peaks(it);
     it->st.steps++;
 }
 
@@ -456,12 +478,8 @@ int emn_integ_start(emn_integ *it, double t0, const double *z0, const double *p0
     it->npast = 0;
     it->h = it->hprev = 0;
     it->next_bp = emn_integ_next_break(f, t0);
-    for (int j = 0; j < n; j++) {
-        it->peak[j] = fabs(z0[j]);
-        it->peak[n + j] = fabs(it->p[0][j]);
-        it->peak[2 * n + j] = fabs(it->w[0][j]);
-        it->peak[3 * n + j] = fabs(it->F[0][j]);
-    }
+    memset(it->peak, 0, 4 * (size_t)n * sizeof(double));
+    mech_peaks(it);
     return 0;
 }
 

@@ -72,6 +72,7 @@ typedef struct emn_integ {
     bool have_right;
     double *peak;           /* running max |z|, |p| per coordinate, for mechanical tolerances */
     double *w_abs, *res_abs;    /* absolute tolerances of each velocity and residual */
+    double *tol_zy, *tol_zd, *tol_py, *tol_pd;  /* of z, p and their rates (set_tolerances) */
     emn_integ_stats st;
     char msg[512];
     int bad_coord;          /* coordinate named by the last failure, or -1 */
