@@ -553,11 +553,20 @@ int emn_integ_step(emn_integ *it, double tlimit)
     for (;;) {
         double target = fmin(it->next_bp, tlimit);
         bool lands = false;
-        if (linear && t + h < target * (1 - 1e-13)) {
-            /* the largest ladder step that fits: breakpoints on the grid
-             * of hmax / 2^k are reached without leaving the ladder */
-            double room = target - t;
-            if (room < h) h = fmin(h, ladder_floor(it, room));
+        double hladder = 0;     /* h's ladder value, when it is one */
+        if (linear && target - t < h * (1 - 1e-9)) {
+            /* A step that would pass the target: when the way there is a
+             * ladder step or two (breakpoints on the grid of hmax / 2^k,
+             * which aligned steps keep to), take the larger one, whose
+             * factorization is cached; otherwise land at once (one new
+             * factorization rather than many short steps). */
+            double room = target - t, l = ladder_floor(it, room);
+            double rest = room - l;
+            if (rest <= 1e-9 * room || ladder_floor(it, rest) >= rest * (1 - 1e-9)) h = l;
+        }
+        if (linear) {
+            double l = ladder_floor(it, h);
+            if (fabs(l - h) <= 1e-9 * h) hladder = ladder(it, l);
         }
         if (t + h >= target * (1 - 1e-13) || t + h >= target - 1e-13 * fabs(h)) {
             h = target - t;
@@ -578,7 +587,8 @@ int emn_integ_step(emn_integ *it, double tlimit)
         /* A step that landing on a breakpoint shortened by rounding only
          * keeps the formula (and a linear circuit's factorization) of the
          * step it replaces; the time itself lands exactly. */
-        double hf = it->h > 0 && fabs(h - it->h) <= 1e-9 * it->h ? it->h : h;
+        double hf = it->h > 0 && fabs(h - it->h) <= 1e-9 * it->h ? it->h :
+                    hladder > 0 && fabs(h - hladder) <= 1e-9 * hladder ? hladder : h;
         step_formula s = formula(it, hf, order);
         history(it, &s, it->z[0], it->z[1], it->w[0], hzbuf);
         history(it, &s, it->p[0], it->p[1], it->F[0], hpbuf);
