@@ -266,6 +266,8 @@ static void save_forest(emn_form *f, const egraph *eg, const emn_forest *fr)
     free(count);
 }
 
+typedef struct { emn_coord *v; int n, cap; } coordvec;
+
 /* ----------------------------------------------------- charge formulation */
 
 static void build_charge(emn_form *f, const egraph *eg, const emn_forest *fr)
@@ -275,7 +277,7 @@ static void build_charge(emn_form *f, const egraph *eg, const emn_forest *fr)
     acc *bc = emn_xcalloc((size_t)nb + 1, sizeof(acc)), *bd = emn_xcalloc((size_t)nb + 1, sizeof(acc));
     int *br = emn_xmalloc((size_t)(c->nodes.n + 2) * sizeof(int));
     int *sg = emn_xmalloc((size_t)(c->nodes.n + 2) * sizeof(int));
-    struct { emn_coord *v; int n, cap; } coords = {0};
+    coordvec coords = {0};
     for (int b = 0; b < nb; b++) {
         if (fr->in_tree[b]) continue;
         int e = eg->elem[b];
@@ -305,21 +307,23 @@ static void build_charge(emn_form *f, const egraph *eg, const emn_forest *fr)
 
 /* ------------------------------------------------------- flux formulation */
 
-static int build_flux(emn_form *f, const egraph *eg, const emn_forest *fr, emn_diag *d)
+/* The constraint forest of the flux formulation (voltage sources and
+ * coils, grown from ground) in *cf, and each group's coordinate in
+ * group_coord[root] (-1: ground or a datum, no coordinate; others
+ * numbered from 0); returns the number of coordinates.  With coords, each
+ * coordinate's description is pushed; with d, a floating part's datum is
+ * announced. */
+static int flux_groups(const emn_circuit *c, const egraph *eg, const emn_forest *fr, int *rank,
+                       emn_forest *cf, int *group_coord, coordvec *coords, emn_diag *d)
 {
-    const emn_circuit *c = f->c;
-    emn_arena *ar = f->ar;
     int nn = c->nodes.n, nb = eg->g.nbranches;
-    /* the forest of constraint branches (V and coils), grown from ground */
-    int *rank = emn_xmalloc((size_t)nb * sizeof(int) + 1);
     for (int b = 0; b < nb; b++) {
         emn_kind k = c->elems.v[eg->elem[b]].kind;
         rank[b] = (k == EMN_V || k == EMN_T) ? 0 : -1;
     }
     emn_graph g = eg->g;
     g.rank = rank;
-    emn_forest cf;
-    emn_topo_forest(&g, &cf);
+    emn_topo_forest(&g, cf);
 
     /* datum nodes: the root of every part of the (non current source)
      * forest that ground does not reach */
@@ -328,41 +332,58 @@ static int build_flux(emn_form *f, const egraph *eg, const emn_forest *fr, emn_d
     for (int v = 1; v < nn; v++) {
         if (c->nodes.v[v].dom != EMN_DOM_ELEC || fr->root[v] != v) continue;
         datum[v] = true;
-        emn_diag_warning(d, c->nodes.v[v].loc,
-                         "no element connects node '%s' and its part of the circuit to ground; "
-                         "node '%s' is taken as that part's reference", c->nodes.v[v].name,
-                         c->nodes.v[v].name);
+        if (d)
+            emn_diag_warning(d, c->nodes.v[v].loc,
+                             "no element connects node '%s' and its part of the circuit to ground; "
+                             "node '%s' is taken as that part's reference", c->nodes.v[v].name,
+                             c->nodes.v[v].name);
     }
     /* the constraint tree's root node decides: ground/datum -> no coordinate */
-    int *group_coord = emn_xmalloc((size_t)nn * sizeof(int) + 1);
-    struct { emn_coord *v; int n, cap; } coords = {0};
     for (int v = 0; v < nn; v++) {
         group_coord[v] = -1;
         if (c->nodes.v[v].dom != EMN_DOM_ELEC && v != 0) continue;
-        if (cf.root[v] != v) continue;
-        /* a datum anywhere in the group removes its coordinate */
+        if (cf->root[v] != v) continue;
         group_coord[v] = -2;
     }
+    /* a datum anywhere in the group removes its coordinate */
     for (int v = 0; v < nn; v++)
-        if (datum[v]) group_coord[cf.root[v]] = -1;
+        if (datum[v]) group_coord[cf->root[v]] = -1;
+    int count = 0;
     for (int v = 0; v < nn; v++)
         if (group_coord[v] == -2) {
-            group_coord[v] = coords.n;
-            EMN_PUSH(coords, ((emn_coord){EMN_COORD_NODE, v, -1,
-                                          emn_xasprintf("lambda(%s)", c->nodes.v[v].name)}));
+            group_coord[v] = count++;
+            if (coords)
+                EMN_PUSH(*coords, ((emn_coord){EMN_COORD_NODE, v, -1,
+                                               emn_xasprintf("lambda(%s)", c->nodes.v[v].name)}));
         }
     free(datum);
+    return count;
+}
+
+static int build_flux(emn_form *f, const egraph *eg, const emn_forest *fr, emn_diag *d)
+{
+    const emn_circuit *c = f->c;
+    emn_arena *ar = f->ar;
+    int nn = c->nodes.n, nb = eg->g.nbranches;
+    /* the forest of constraint branches (V and coils), grown from ground */
+    int *rank = emn_xmalloc((size_t)nb * sizeof(int) + 1);
+    int *group_coord = emn_xmalloc((size_t)nn * sizeof(int) + 1);
+    coordvec coords = {0};
+    emn_forest cf;
+    flux_groups(c, eg, fr, rank, &cf, group_coord, &coords, d);
 
     /* node maps, parents before children (BFS order by depth) */
     f->node_map = emn_xcalloc((size_t)nn + 1, sizeof(emn_lmap));
     f->node_mech = emn_xcalloc((size_t)nn + 1, sizeof(emn_expr *));
     f->node_mech_p = emn_xcalloc((size_t)nn + 1, sizeof(emn_expr *));
-    int *order = emn_xmalloc((size_t)nn * sizeof(int) + 1), no = 0;
+    int *order = emn_xmalloc((size_t)nn * sizeof(int) + 1), no = nn;
     int maxdepth = 0;
     for (int v = 0; v < nn; v++) if (cf.depth[v] > maxdepth) maxdepth = cf.depth[v];
-    for (int dep = 0; dep <= maxdepth; dep++)
-        for (int v = 0; v < nn; v++)
-            if (cf.depth[v] == dep) order[no++] = v;
+    int *first = emn_xcalloc((size_t)maxdepth + 2, sizeof(int));      /* counting sort by depth */
+    for (int v = 0; v < nn; v++) first[cf.depth[v] + 1]++;
+    for (int dep = 0; dep <= maxdepth; dep++) first[dep + 1] += first[dep];
+    for (int v = 0; v < nn; v++) order[first[cf.depth[v]]++] = v;
+    free(first);
     acc *mc = emn_xcalloc((size_t)nn + 1, sizeof(acc)), *md = emn_xcalloc((size_t)nn + 1, sizeof(acc));
     for (int k = 0; k < no; k++) {
         int v = order[k];
@@ -1592,16 +1613,38 @@ const emn_expr *emn_form_xnode(const emn_form *f, int node)
 
 int emn_form_count(const emn_circuit *c, emn_form_kind kind, int *ne, int *nm)
 {
+    /* the topology alone: loops and node groups are counted, not built */
     emn_diag d = {0};
-    emn_form *f = emn_form_build(c, kind, &d);
-    int n = f ? f->n : -1;
-    if (f) {
-        if (ne) *ne = f->ne;
-        if (nm) *nm = f->nm;
+    egraph eg;
+    egraph_build(c, &eg);
+    emn_forest fr;
+    emn_topo_forest(&eg.g, &fr);
+    int status = check_cutsets(c, &eg, &fr, &d);
+    if (check_vloops(c, &eg, &d) < 0) status = -1;
+    int nel = 0;
+    if (status == 0 && kind == EMN_FORM_CHARGE) {
+        for (int b = 0; b < eg.g.nbranches; b++)
+            if (!fr.in_tree[b] && eg.rank[b] >= 0) nel++;      /* current sources prescribe theirs */
+    } else if (status == 0) {
+        int nn = c->nodes.n;
+        int *rank = emn_xmalloc((size_t)eg.g.nbranches * sizeof(int) + 1);
+        int *group_coord = emn_xmalloc((size_t)nn * sizeof(int) + 1);
+        emn_forest cf;
+        nel = flux_groups(c, &eg, &fr, rank, &cf, group_coord, NULL, NULL);
+        emn_topo_forest_free(&cf);
+        free(rank);
+        free(group_coord);
     }
-    emn_form_free(&f);
+    emn_topo_forest_free(&fr);
+    egraph_free(&eg);
     emn_diag_free(&d);
-    return n;
+    if (status < 0) return -1;
+    int nmech = 0;
+    for (int v = 1; v < c->nodes.n; v++)
+        if (c->nodes.v[v].dom == EMN_DOM_MECH && c->nodes.v[v].jdef < 0) nmech++;
+    if (ne) *ne = nel;
+    if (nm) *nm = nmech;
+    return nel + nmech;
 }
 
 /* -------------------------------------------------------------- printing */

@@ -151,8 +151,10 @@ typedef struct emn_form {
 emn_form *emn_form_build(const emn_circuit *c, emn_form_kind kind, emn_diag *d);
 void emn_form_free(emn_form **f);
 
-/* Number of coordinates each formulation would have (cheap; for -form
- * auto).  Returns -1 on an invalid topology. */
+/* Number of coordinates each formulation would have, from the topology
+ * alone (loops and node groups counted, not built: cheap, for -form auto).
+ * Returns -1 on an invalid topology; what only the terms show (a
+ * coordinate on which nothing stores energy) is left to emn_form_build. */
 int emn_form_count(const emn_circuit *c, emn_form_kind kind, int *ne, int *nm);
 
 /* Evaluate the sources at time t (values and integrals). */

@@ -950,7 +950,10 @@ static void run_bad(const bad_case *bc)
             printf("# want: %s\n", bc->msg);
             show_msgs();
         }
-        ok(emn_form_count(c, kind, NULL, NULL) == -1, "%s (%s): emn_form_count says invalid", bc->label, fname);
+        /* counting looks at the topology only; storage needs the terms */
+        if (strncmp(bc->msg, "nothing stores", 14) != 0)
+            ok(emn_form_count(c, kind, NULL, NULL) == -1, "%s (%s): emn_form_count says invalid", bc->label,
+               fname);
         emn_form_free(&f);
         emn_netlist_free(&c);
     }
