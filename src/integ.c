@@ -122,8 +122,8 @@ void emn_integ_free(emn_integ **pit)
     free(it->ztry); free(it->ptry); free(it->Ftry); free(it->peak);
     free(it->hz); free(it->hp); free(it->w_right); free(it->F_right); free(it->w_abs); free(it->res_abs);
     free(it->tol_zy); free(it->tol_zd); free(it->tol_py); free(it->tol_pd);
-    emn_lu_free(&it->lu);
     for (int k = 0; k < EMN_LU_CACHE; k++) emn_lu_free(&it->cache_lu[k]);
+    emn_lu_free(&it->lu);       /* after the cache, which shares its analysis */
     free(it);
     *pit = NULL;
 }
@@ -217,7 +217,7 @@ static emn_lu *cache_slot(emn_integ *it, double a)
         if (!it->cache_lu[k]) { victim = k; break; }
         if (it->cache_used[k] < it->cache_used[victim]) victim = k;
     }
-    if (!it->cache_lu[victim]) it->cache_lu[victim] = emn_lu_new();
+    if (!it->cache_lu[victim]) it->cache_lu[victim] = emn_lu_new_sharing(it->lu);
     it->cache_a[victim] = a;
     it->cache_used[victim] = ++it->cache_clock;
     return it->cache_lu[victim];

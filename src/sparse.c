@@ -164,6 +164,8 @@ void emn_sparse_free(emn_sparse *A)
 struct emn_lu {
     klu_common common;
     klu_symbolic *sym;
+    emn_lu *share;          /* whose analysis this one uses, or NULL */
+    bool sym_owned;         /* sym is this one's to free */
     klu_numeric *num;
     /* the pattern sym was built for, and the values num factors */
     int n, nnz;
@@ -196,6 +198,13 @@ emn_lu *emn_lu_new(void)
     return lu;
 }
 
+emn_lu *emn_lu_new_sharing(emn_lu *owner)
+{
+    emn_lu *lu = emn_lu_new();
+    lu->share = owner;
+    return lu;
+}
+
 static bool same_pattern(const emn_lu *lu, const emn_sparse *A)
 {
     return lu->sym && lu->n == A->n && lu->nnz == A->nnz
@@ -203,10 +212,17 @@ static bool same_pattern(const emn_lu *lu, const emn_sparse *A)
         && memcmp(lu->Ai, A->Ai, (size_t)A->nnz * sizeof *A->Ai) == 0;
 }
 
+static void drop_symbolic(emn_lu *lu)
+{
+    if (lu->sym_owned) klu_free_symbolic(&lu->sym, &lu->common);
+    lu->sym = NULL;
+    lu->sym_owned = false;
+}
+
 static void analyze(emn_lu *lu, const emn_sparse *A)
 {
     klu_free_numeric(&lu->num, &lu->common);
-    klu_free_symbolic(&lu->sym, &lu->common);
+    drop_symbolic(lu);
     lu->valid = false;
     lu->n = A->n;
     lu->nnz = A->nnz;
@@ -216,7 +232,13 @@ static void analyze(emn_lu *lu, const emn_sparse *A)
     lu->Ax = emn_xrealloc(lu->Ax, nz * sizeof *lu->Ax);
     memcpy(lu->Ap, A->Ap, np * sizeof *lu->Ap);
     memcpy(lu->Ai, A->Ai, (size_t)A->nnz * sizeof *lu->Ai);
+    if (lu->share) {
+        if (!same_pattern(lu->share, A)) analyze(lu->share, A);
+        lu->sym = lu->share->sym;
+        return;
+    }
     lu->sym = klu_analyze(A->n, A->Ap, A->Ai, &lu->common);
+    lu->sym_owned = true;
     lu->stats.analyses++;
     check_memory(lu);
     /* finalize() puts every diagonal in the pattern, so the structure is
@@ -254,7 +276,7 @@ int emn_lu_factor(emn_lu *lu, const emn_sparse *A, int *bad_col)
     if (A->n == 0) {
         /* nothing to factor (a circuit with no unknowns); KLU rejects n = 0 */
         klu_free_numeric(&lu->num, &lu->common);
-        klu_free_symbolic(&lu->sym, &lu->common);
+        drop_symbolic(lu);
         lu->n = 0;
         lu->rcond = 1;
         lu->valid = true;
@@ -310,7 +332,7 @@ void emn_lu_free(emn_lu **plu)
     if (!plu || !*plu) return;
     emn_lu *lu = *plu;
     klu_free_numeric(&lu->num, &lu->common);
-    klu_free_symbolic(&lu->sym, &lu->common);
+    drop_symbolic(lu);
     free(lu->Ap);
     free(lu->Ai);
     free(lu->Ax);

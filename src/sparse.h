@@ -55,6 +55,11 @@ typedef struct emn_lu_stats {
 } emn_lu_stats;
 
 emn_lu *emn_lu_new(void);
+/* An LU that takes its pattern's analysis (the fill-reducing ordering)
+ * from owner instead of analyzing again: for matrices of one pattern with
+ * different values, such as the Newton matrices of several step sizes.
+ * owner must outlive it and keep that pattern while it is used. */
+emn_lu *emn_lu_new_sharing(emn_lu *owner);
 /*
  * Factor A (analyzing its pattern on first use).  Returns 0 on success, or
  * -1 if A is singular; then *bad_col (if non-NULL) is a column with a zero
