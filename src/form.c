@@ -1474,6 +1474,23 @@ int emn_form_jacobian(emn_form *f, const double *z, const double *w, double a)
 
 bool emn_form_is_linear(const emn_form *f) { return f->nnonlinear == 0; }
 
+void emn_form_z_used(const emn_form *f, bool *used)
+{
+    const emn_sparse *J = &f->J;
+    for (int j = 0; j < f->n; j++) {
+        used[j] = f->coord[j].kind == EMN_COORD_MECH;
+        for (int k = J->Ap[j]; k < J->Ap[j + 1] && !used[j]; k++)
+            if (f->Apz[k] != 0 || f->Afz[k] != 0) used[j] = true;
+    }
+    for (int i = 0; i < f->nnonlinear; i++) {
+        const emn_term *tm = &f->terms.v[f->nonlinear[i]];
+        for (int a = 0; a < tm->m; a++) {
+            const emn_lmap *m = &f->slots.v[tm->slot[a]];
+            for (int q = 0; q < m->nc; q++) used[m->ci[q]] = true;
+        }
+    }
+}
+
 int emn_form_check_values(emn_form *f, const double *z, double *value)
 {
     const emn_circuit *c = f->c;

@@ -202,6 +202,14 @@ int emn_form_check_values(emn_form *f, const double *z, double *value);
 /* True if every term is linear: the Newton matrix depends on a only. */
 bool emn_form_is_linear(const emn_form *f);
 
+/* used[j] (size n): whether anything depends on coordinate j itself rather
+ * than only on its velocity.  An electrical coordinate that no inductor,
+ * capacitor or coil term sees as a value (the flux linkage of a node with
+ * only capacitors and resistors, the charge of a loop with no capacitor)
+ * is cyclic: its value feeds back into nothing and no signal shows it.
+ * Mechanical coordinates always count (x(m) is a signal). */
+void emn_form_z_used(const emn_form *f, bool *used);
+
 /* Value and rate of slot `sl` at (z, w) and the time last set. */
 double emn_form_slot_value(const emn_form *f, int sl, const double *z);
 double emn_form_slot_rate(const emn_form *f, int sl, const double *w);

@@ -70,6 +70,7 @@ typedef struct emn_integ {
      * values the landing step computed, which the outputs show */
     double *w_right, *F_right;
     bool have_right;
+    bool *zused;            /* coordinates whose own value matters (emn_form_z_used) */
     double *peak;           /* running max |z|, |p| per coordinate, for mechanical tolerances */
     double *w_abs, *res_abs;    /* absolute tolerances of each velocity and residual */
     double *tol_zy, *tol_zd, *tol_py, *tol_pd;  /* of z, p and their rates (set_tolerances) */
