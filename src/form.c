@@ -873,11 +873,28 @@ static emn_tmpl *term_template(emn_form *f, tmpl_cache *tc, emn_arena *scratch, 
         if (c->nodes.v[td->mech[k]].jdef >= 0) plain = false;
     if (c->elems.v[td->elem].kind == EMN_L && td->nbr > 1) plain = false;
     emn_arena *ar = plain ? scratch : f->ar;
+    emn_buf key = {0};
+    emn_kind kind = c->elems.v[td->elem].kind;
+    bool basic = plain && kind != EMN_T && kind != EMN_K && kind != EMN_J;
+    const emn_elem *el = &c->elems.v[td->elem];
+    for (int k = 0; k < el->nnodes && basic; k++)    /* a node a linkage moves brings its J along */
+        if (el->node[k] > 0 && c->nodes.v[el->node[k]].jdef >= 0) basic = false;
+    if (basic) {
+        /* a plain term of one of the two-terminal kinds is written the
+         * same way whenever its slots are: a key without printing (a grid
+         * has 10^5 of them) */
+        emn_buf_printf(&key, "#%d|%d|%d|%d|%d", (int)kind, m, td->nbr, td->nmech, td->src >= 0);
+        int idx = emn_strmap_get(&tc->map, key.v);
+        if (idx >= 0) {
+            emn_buf_free(&key);
+            return tc->list.v[idx];
+        }
+        emn_buf_reset(&key);
+    }
     numeric_mapping(ar, td, &mp);
     const emn_expr *L, *D, *P;
     term_exprs(f, ar, td, &mp, &L, &D, &P);
     if (!plain) return make_template(f->ar, m, L, D, P);
-    emn_buf key = {0};
     emn_buf_printf(&key, "%d|", m);
     emn_expr_print(&key, L ? L : emn_expr_num(ar, 0), NULL, NULL);
     emn_buf_puts(&key, "|");
@@ -890,6 +907,11 @@ static emn_tmpl *term_template(emn_form *f, tmpl_cache *tc, emn_arena *scratch, 
         term_exprs(f, f->ar, td, &mp, &L, &D, &P);
         idx = tc->list.n;
         EMN_PUSH(tc->list, make_template(f->ar, m, L, D, P));
+        emn_strmap_put(&tc->map, key.v, idx);
+    }
+    if (basic) {
+        emn_buf_reset(&key);
+        emn_buf_printf(&key, "#%d|%d|%d|%d|%d", (int)kind, m, td->nbr, td->nmech, td->src >= 0);
         emn_strmap_put(&tc->map, key.v, idx);
     }
     emn_buf_free(&key);

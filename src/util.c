@@ -227,6 +227,12 @@ void emn_buf_puts(emn_buf *b, const char *s)
     b->n += n;
 }
 
+void emn_buf_reset(emn_buf *b)
+{
+    b->n = 0;
+    if (b->v) b->v[0] = '\0';
+}
+
 void emn_buf_free(emn_buf *b)
 {
     free(b->v);

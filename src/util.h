@@ -75,5 +75,7 @@ typedef struct emn_buf { char *v; int n, cap; } emn_buf;
 void emn_buf_printf(emn_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void emn_buf_puts(emn_buf *b, const char *s);
 void emn_buf_free(emn_buf *b);
+/* Empty the buffer, keeping its storage. */
+void emn_buf_reset(emn_buf *b);
 
 #endif
