@@ -31,6 +31,9 @@ struct emn_tmpl {
     const emn_expr **p, **F;          /* m each */
     const emn_expr **pv, **pu, **Fv, **Fu;  /* m*m each, row a (equation), col b */
     emn_tape **tp, **tF, **tpv, **tpu, **tFv, **tFu;
+    /* m*m: the term's Newton-matrix entries a pu + pv - Fu - Fv/a in one
+     * tape each, with a and 1/a as locals 2m + NPARAM and 2m + NPARAM + 1 */
+    emn_tape **tJ;
     bool linear;
 };
 
@@ -696,10 +699,17 @@ static emn_tmpl *make_template(emn_arena *ar, int m, const emn_expr *L, const em
     return t;
 }
 
-static void compile_template(emn_tmpl *t)
+static void compile_template(emn_arena *ar, emn_tmpl *t)
 {
     if (t->tp) return;
     int m = t->m;
+    const emn_expr *va = emn_expr_var(ar, 2 * m + NPARAM), *via = emn_expr_var(ar, 2 * m + NPARAM + 1);
+    t->tJ = emn_xcalloc((size_t)(m * m), sizeof(emn_tape *));
+    for (int i = 0; i < m * m; i++) {
+        const emn_expr *e = emn_expr_add(ar, emn_expr_mul(ar, va, t->pu[i]), t->pv[i]);
+        e = emn_expr_sub(ar, e, emn_expr_add(ar, t->Fu[i], emn_expr_mul(ar, via, t->Fv[i])));
+        t->tJ[i] = emn_tape_compile(e);
+    }
     t->tp = emn_xcalloc((size_t)m, sizeof(emn_tape *));
     t->tF = emn_xcalloc((size_t)m, sizeof(emn_tape *));
     t->tpv = emn_xcalloc((size_t)(m * m), sizeof(emn_tape *));
@@ -722,6 +732,8 @@ static void free_template_tapes(emn_tmpl *t)
 {
     if (!t->tp) return;
     int m = t->m;
+    for (int i = 0; i < m * m; i++) emn_tape_free(&t->tJ[i]);
+    free(t->tJ);
     for (int a = 0; a < m; a++) {
         emn_tape_free(&t->tp[a]);
         emn_tape_free(&t->tF[a]);
@@ -1150,7 +1162,7 @@ emn_form *emn_form_build(const emn_circuit *c, emn_form_kind kind, emn_diag *d)
     free(node_slot);
     free(src_slot_of);
     free(kgroup);
-    f->scratch = emn_xcalloc((size_t)(2 * maxm + NPARAM + 4 * maxm * maxm + 1), sizeof(double));
+    f->scratch = emn_xcalloc((size_t)(2 * maxm + NPARAM + 2 + 4 * maxm * maxm + 1), sizeof(double));
 
     if (check_storage(f, d) < 0) {
         emn_form_free(&f);
@@ -1188,7 +1200,7 @@ emn_form *emn_form_build(const emn_circuit *c, emn_form_kind kind, emn_diag *d)
         if (tm->linear) stamp_linear(f, tm, &pts, &fts);
         else {
             EMN_PUSH(nl, i);
-            compile_template(tm->tmpl);
+            compile_template(f->ar, tm->tmpl);
             /* the Newton matrix slots this term scatters into, in the
              * order emn_form_jacobian visits them */
             int cnt = 0;
@@ -1210,6 +1222,13 @@ emn_form *emn_form_build(const emn_circuit *c, emn_form_kind kind, emn_diag *d)
     }
     f->nonlinear = nl.v;
     f->nnonlinear = nl.n;
+    f->tloc_off = emn_xmalloc(((size_t)nl.n + 1) * sizeof(int));
+    int nloc = 0;
+    for (int i = 0; i < nl.n; i++) {
+        f->tloc_off[i] = nloc;
+        nloc += 2 * f->terms.v[nl.v[i]].m + NPARAM + 2;
+    }
+    f->tloc = emn_xcalloc((size_t)nloc + 1, sizeof(double));
     f->pts.row = pts.row.v; f->pts.col = pts.col.v; f->pts.val = pts.val.v; f->pts.n = pts.row.n;
     f->fts.row = fts.row.v; f->fts.col = fts.col.v; f->fts.val = fts.val.v; f->fts.n = fts.row.n;
 
@@ -1305,7 +1324,7 @@ void emn_form_free(emn_form **pf)
     free(f->pt); free(f->ft); free(f->p0); free(f->f0);
     free(f->pts.row); free(f->pts.col); free(f->pts.val);
     free(f->fts.row); free(f->fts.col); free(f->fts.val);
-    free(f->nonlinear);
+    free(f->nonlinear); free(f->tloc_off); free(f->tloc);
     free(f->scratch);
     free(f->lin_ptr); free(f->lin_row); free(f->lin_v); free(f->need_int);
     free(f->linz_ptr); free(f->linz_row); free(f->linz_v);
@@ -1421,10 +1440,10 @@ int emn_form_eval(emn_form *f, const double *z, const double *w, double *p, doub
             if (scale) scale[lr[k]] += fabs(v[0] * zc) + fabs(v[1] * wc) + fabs(v[2] * zc) + fabs(v[3] * wc);
         }
     }
-    double *loc = f->scratch;
     for (int i = 0; i < f->nnonlinear; i++) {
         const emn_term *tm = &f->terms.v[f->nonlinear[i]];
         const emn_tmpl *t = tm->tmpl;
+        double *loc = f->tloc + f->tloc_off[i];     /* kept for emn_form_jacobian_last */
         emn_form_term_locals(f, tm, z, w, loc);
         for (int a = 0; a < tm->m; a++) {
             double pa = emn_tape_eval(t->tp[a], loc), Fa = emn_tape_eval(t->tF[a], loc);
@@ -1461,22 +1480,25 @@ void emn_form_eval_rest(const emn_form *f, const double *z, double *p, double *F
     }
 }
 
-int emn_form_jacobian(emn_form *f, const double *z, const double *w, double a)
+/* The Newton matrix at leading coefficient a; the nonlinear terms' locals
+ * are computed at (z, w), or with saved, taken from the last evaluation. */
+static int jacobian(emn_form *f, const double *z, const double *w, double a, bool saved)
 {
     emn_sparse *J = &f->J;
     double ia = 1 / a;
     for (int k = 0; k < J->nnz; k++)
         J->Ax[k] = a * f->Apw[k] + f->Apz[k] - f->Afw[k] - ia * f->Afz[k];
-    double *loc = f->scratch;
+    double *Jl = f->scratch;
     for (int i = 0; i < f->nnonlinear; i++) {
         const emn_term *tm = &f->terms.v[f->nonlinear[i]];
         const emn_tmpl *t = tm->tmpl;
         int m = tm->m;
-        emn_form_term_locals(f, tm, z, w, loc);
-        double *Jl = loc + 2 * m + NPARAM;
+        double *loc = f->tloc + f->tloc_off[i];
+        if (!saved) emn_form_term_locals(f, tm, z, w, loc);
+        loc[2 * m + NPARAM] = a;
+        loc[2 * m + NPARAM + 1] = ia;
         for (int q = 0; q < m * m; q++) {
-            Jl[q] = a * emn_tape_eval(t->tpu[q], loc) + emn_tape_eval(t->tpv[q], loc)
-                  - emn_tape_eval(t->tFu[q], loc) - ia * emn_tape_eval(t->tFv[q], loc);
+            Jl[q] = emn_tape_eval(t->tJ[q], loc);
             if (!isfinite(Jl[q])) return 1;
         }
         const int *jh = tm->jh;
@@ -1492,6 +1514,16 @@ int emn_form_jacobian(emn_form *f, const double *z, const double *w, double a)
         }
     }
     return 0;
+}
+
+int emn_form_jacobian(emn_form *f, const double *z, const double *w, double a)
+{
+    return jacobian(f, z, w, a, false);
+}
+
+int emn_form_jacobian_last(emn_form *f, double a)
+{
+    return jacobian(f, NULL, NULL, a, true);
 }
 
 bool emn_form_is_linear(const emn_form *f) { return f->nnonlinear == 0; }

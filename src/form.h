@@ -139,6 +139,8 @@ typedef struct emn_form {
     bool *need_int;     /* per source: its integral is used somewhere */
     int *nonlinear;     /* indices of nonlinear terms */
     int nnonlinear;
+    double *tloc;       /* their locals at the last emn_form_eval, from tloc_off[i] */
+    int *tloc_off;
     double *scratch;    /* per-term local workspace */
     double t;
 } emn_form;
@@ -178,6 +180,9 @@ void emn_form_eval_rest(const emn_form *f, const double *z, double *p, double *F
 
 /* Fill f->J.Ax with the Newton matrix for leading coefficient a. */
 int emn_form_jacobian(emn_form *f, const double *z, const double *w, double a);
+/* The same at the state of the last emn_form_eval (whose term locals it
+ * reuses; the time must not have changed since). */
+int emn_form_jacobian_last(emn_form *f, double a);
 
 /* The four derivative matrices dp/dz, dp/dw, dF/dz, dF/dw at (z, w), each
  * a value array on J's pattern (any may be NULL).  Returns 0, or 1 if a

@@ -234,7 +234,7 @@ static emn_lu *newton_lu(emn_integ *it, double a, const double *z, const double 
     emn_form *f = it->f;
     emn_lu *lu = linear ? cached_lu(it, a) : NULL;
     if (lu) return lu;
-    if (emn_form_jacobian(f, z, w, a)) return NULL;
+    if (linear ? emn_form_jacobian(f, z, w, a) : emn_form_jacobian_last(f, a)) return NULL;
     int col = -1;
     it->st.jacobians++;
     lu = linear ? cache_slot(it, a) : it->lu;
