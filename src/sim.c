@@ -68,6 +68,7 @@ typedef struct sim {
      * skip the rest of a large circuit */
     int *mnodes, nmnodes;
     int *valued, nvalued;
+    emn_tape **vtape;       /* each valued element's C(x) or L(x), compiled */
     /* force expressions for f(E,m): dEnergy-coefficient/dx(m) */
     const emn_expr **fexpr;
     emn_arena *ar;
@@ -463,9 +464,12 @@ static void sim_init(sim *S, const emn_circuit *c, emn_form *f, bool want_prints
     S->nmnodes = S->nvalued = 0;
     for (int v = 1; v < S->nn; v++)
         if (c->nodes.v[v].dom == EMN_DOM_MECH) S->mnodes[S->nmnodes++] = v;
+    S->vtape = emn_xcalloc((size_t)S->ne + 1, sizeof(emn_tape *));
     for (int e = 0; e < S->ne; e++)
-        if (c->elems.v[e].vexpr && (c->elems.v[e].kind == EMN_C || c->elems.v[e].kind == EMN_L))
+        if (c->elems.v[e].vexpr && (c->elems.v[e].kind == EMN_C || c->elems.v[e].kind == EMN_L)) {
+            S->vtape[S->nvalued] = emn_tape_compile(c->elems.v[e].vexpr);
             S->valued[S->nvalued++] = e;
+        }
     for (int v = 1; v < S->nn; v++) {
         if (c->nodes.v[v].jdef >= 0) xrate_init(S->ar, &S->xnode[v], emn_form_xnode(f, v));
         if (!S->charge && f->node_mech && f->node_mech[v]) xrate_init(S->ar, &S->nmech[v], f->node_mech[v]);
@@ -514,6 +518,8 @@ static void sim_free(sim *S)
         xrate_free(&S->nmech[v]);
     }
     for (int e = 0; e < S->ne; e++) xrate_free(&S->bmech[e]);
+    for (int k = 0; k < S->nvalued; k++) emn_tape_free(&S->vtape[k]);
+    free(S->vtape);
     free(S->xnode); free(S->nmech); free(S->bmech); free(S->mnodes); free(S->valued);
     free(S->nx); free(S->nu);
     free(S->pi); free(S->pidot); free(S->pi1); free(S->pi2); free(S->pidot1); free(S->Fs);
@@ -873,7 +879,7 @@ static int check_values(sim *S, double t, emn_diag *d)
     const emn_circuit *c = S->c;
     for (int k = 0; k < S->nvalued; k++) {
         const emn_elem *el = &c->elems.v[S->valued[k]];
-        double v = emn_expr_eval(el->vexpr, S->nx);
+        double v = emn_tape_eval(S->vtape[k], S->nx);
         if (v > 0 && isfinite(v)) continue;
         emn_diag_error(d, el->loc, "%s of %s reached %g %s at t = %.9g s%s",
                        el->kind == EMN_C ? "capacitance" : "inductance", el->name, v,
