@@ -1232,44 +1232,27 @@ emn_form *emn_form_build(const emn_circuit *c, emn_form_kind kind, emn_diag *d)
     f->pts.row = pts.row.v; f->pts.col = pts.col.v; f->pts.val = pts.val.v; f->pts.n = pts.row.n;
     f->fts.row = fts.row.v; f->fts.col = fts.col.v; f->fts.val = fts.val.v; f->fts.n = fts.row.n;
 
-    /* the constant arrays compressed for the fused evaluation */
-    f->lin_ptr = emn_xcalloc((size_t)f->n + 1, sizeof(int));
-    int cnt = 0;
-    for (int k = 0; k < nnz; k++)
-        if (f->Apz[k] != 0 || f->Apw[k] != 0 || f->Afz[k] != 0 || f->Afw[k] != 0) cnt++;
-    f->lin_row = emn_xmalloc((size_t)cnt * sizeof(int) + 1);
-    f->lin_v = emn_xmalloc(4 * (size_t)cnt * sizeof(double) + 1);
-    cnt = 0;
-    for (int col = 0; col < f->n; col++) {
-        for (int k = f->J.Ap[col]; k < f->J.Ap[col + 1]; k++) {
-            if (f->Apz[k] == 0 && f->Apw[k] == 0 && f->Afz[k] == 0 && f->Afw[k] == 0) continue;
-            f->lin_row[cnt] = f->J.Ai[k];
-            f->lin_v[4 * cnt] = f->Apz[k];
-            f->lin_v[4 * cnt + 1] = f->Apw[k];
-            f->lin_v[4 * cnt + 2] = f->Afz[k];
-            f->lin_v[4 * cnt + 3] = f->Afw[k];
-            cnt++;
+    /* the four constant matrices compressed to their own nonzeros, column
+     * by column, for the evaluation (an entry of J's pattern is rarely
+     * nonzero in more than one: a resistor's only in dF/dw, a
+     * capacitor's only in dp/dw) */
+    const double *cmat[4] = {f->Apz, f->Apw, f->Afz, f->Afw};
+    for (int q = 0; q < 4; q++) {
+        emn_csc *m = &f->lin[q];
+        int cnt = 0;
+        for (int k = 0; k < nnz; k++) if (cmat[q][k] != 0) cnt++;
+        m->ptr = emn_xcalloc((size_t)f->n + 1, sizeof(int));
+        m->row = emn_xmalloc((size_t)cnt * sizeof(int) + 1);
+        m->val = emn_xmalloc((size_t)cnt * sizeof(double) + 1);
+        cnt = 0;
+        for (int col = 0; col < f->n; col++) {
+            for (int k = f->J.Ap[col]; k < f->J.Ap[col + 1]; k++) {
+                if (cmat[q][k] == 0) continue;
+                m->row[cnt] = f->J.Ai[k];
+                m->val[cnt++] = cmat[q][k];
+            }
+            m->ptr[col + 1] = cnt;
         }
-        f->lin_ptr[col + 1] = cnt;
-    }
-
-    /* and once more, only the dp/dz and dF/dz entries (emn_form_eval_rest) */
-    f->linz_ptr = emn_xcalloc((size_t)f->n + 1, sizeof(int));
-    cnt = 0;
-    for (int k = 0; k < nnz; k++)
-        if (f->Apz[k] != 0 || f->Afz[k] != 0) cnt++;
-    f->linz_row = emn_xmalloc((size_t)cnt * sizeof(int) + 1);
-    f->linz_v = emn_xmalloc(2 * (size_t)cnt * sizeof(double) + 1);
-    cnt = 0;
-    for (int col = 0; col < f->n; col++) {
-        for (int k = f->J.Ap[col]; k < f->J.Ap[col + 1]; k++) {
-            if (f->Apz[k] == 0 && f->Afz[k] == 0) continue;
-            f->linz_row[cnt] = f->J.Ai[k];
-            f->linz_v[2 * cnt] = f->Apz[k];
-            f->linz_v[2 * cnt + 1] = f->Afz[k];
-            cnt++;
-        }
-        f->linz_ptr[col + 1] = cnt;
     }
 
     /* which sources' integrals are used: a time coupling of a linear term,
@@ -1326,8 +1309,8 @@ void emn_form_free(emn_form **pf)
     free(f->fts.row); free(f->fts.col); free(f->fts.val);
     free(f->nonlinear); free(f->tloc_off); free(f->tloc);
     free(f->scratch);
-    free(f->lin_ptr); free(f->lin_row); free(f->lin_v); free(f->need_int);
-    free(f->linz_ptr); free(f->linz_row); free(f->linz_v);
+    for (int q = 0; q < 4; q++) { free(f->lin[q].ptr); free(f->lin[q].row); free(f->lin[q].val); }
+    free(f->need_int);
     emn_arena_free(&f->ar);
     free(f);
     *pf = NULL;
@@ -1419,6 +1402,27 @@ static void spmv_add(const emn_sparse *J, const double *Ax, const double *x, dou
     }
 }
 
+/* y += M x for a compressed constant matrix; with scale, the magnitudes
+ * of the products are summed there too. */
+static void csc_add(const emn_csc *M, int n, const double *x, double *y, double *scale)
+{
+    const int *ptr = M->ptr, *row = M->row;
+    const double *val = M->val;
+    for (int col = 0; col < n; col++) {
+        double xc = x[col];
+        if (xc == 0) continue;
+        if (scale) {
+            for (int k = ptr[col]; k < ptr[col + 1]; k++) {
+                double d = val[k] * xc;
+                y[row[k]] += d;
+                scale[row[k]] += fabs(d);
+            }
+        } else {
+            for (int k = ptr[col]; k < ptr[col + 1]; k++) y[row[k]] += val[k] * xc;
+        }
+    }
+}
+
 int emn_form_eval(emn_form *f, const double *z, const double *w, double *p, double *F,
                   double *scale, int *bad_term)
 {
@@ -1427,19 +1431,8 @@ int emn_form_eval(emn_form *f, const double *z, const double *w, double *p, doub
     memcpy(F, f->ft, (size_t)n * sizeof(double));
     if (scale)
         for (int j = 0; j < n; j++) scale[j] = fabs(f->pt[j]) + fabs(f->ft[j]);
-    /* one pass over the constant part: p += Apz z + Apw w, F += Afz z + Afw w */
-    const int *lp = f->lin_ptr, *lr = f->lin_row;
-    const double *lv = f->lin_v;
-    for (int col = 0; col < n; col++) {
-        double zc = z[col], wc = w[col];
-        for (int k = lp[col]; k < lp[col + 1]; k++) {
-            const double *v = lv + 4 * k;
-            double dp = v[0] * zc + v[1] * wc, dF = v[2] * zc + v[3] * wc;
-            p[lr[k]] += dp;
-            F[lr[k]] += dF;
-            if (scale) scale[lr[k]] += fabs(v[0] * zc) + fabs(v[1] * wc) + fabs(v[2] * zc) + fabs(v[3] * wc);
-        }
-    }
+    /* the constant part: p += Apz z + Apw w, F += Afz z + Afw w */
+    for (int q = 0; q < 4; q++) csc_add(&f->lin[q], n, q & 1 ? w : z, q < 2 ? p : F, scale);
     for (int i = 0; i < f->nnonlinear; i++) {
         const emn_term *tm = &f->terms.v[f->nonlinear[i]];
         const emn_tmpl *t = tm->tmpl;
@@ -1468,16 +1461,8 @@ void emn_form_eval_rest(const emn_form *f, const double *z, double *p, double *F
     int n = f->n;
     memcpy(p, f->pt, (size_t)n * sizeof(double));
     memcpy(F, f->ft, (size_t)n * sizeof(double));
-    const int *lp = f->linz_ptr, *lr = f->linz_row;
-    const double *lv = f->linz_v;
-    for (int col = 0; col < n; col++) {
-        double zc = z[col];
-        if (zc == 0) continue;
-        for (int k = lp[col]; k < lp[col + 1]; k++) {
-            p[lr[k]] += lv[2 * k] * zc;
-            F[lr[k]] += lv[2 * k + 1] * zc;
-        }
-    }
+    csc_add(&f->lin[0], n, z, p, NULL);
+    csc_add(&f->lin[2], n, z, F, NULL);
 }
 
 /* The Newton matrix at leading coefficient a; the nonlinear terms' locals

@@ -62,6 +62,10 @@ typedef struct emn_lmap {
 
 typedef struct emn_tmpl emn_tmpl;   /* a term's expressions and their tapes */
 
+/* A constant sparse matrix by columns: column j's entries are
+ * row[ptr[j] .. ptr[j+1]-1], val[...]. */
+typedef struct emn_csc { int *ptr, *row; double *val; } emn_csc;
+
 typedef struct emn_term {
     int elem;           /* netlist element (first of a coupled group for K) */
     int m;              /* slots */
@@ -130,12 +134,9 @@ typedef struct emn_form {
     /* time coupling of linear terms: p += Pts * [S; s], F += Fts * [S; s] */
     struct { int *row, *col; double *val; int n, cap; } pts, fts;
     double *p0, *f0;                /* constant parts */
-    /* the four constant arrays again, compressed to the entries where one
-     * is nonzero (column-major), for one fused pass per evaluation */
-    int *lin_ptr, *lin_row;
-    double *lin_v;      /* 4 per entry: dp/dz, dp/dw, dF/dz, dF/dw */
-    int *linz_ptr, *linz_row;
-    double *linz_v;     /* the same for the dp/dz, dF/dz entries only: 2 per entry */
+    /* the four constant arrays again (dp/dz, dp/dw, dF/dz, dF/dw), each
+     * compressed to its own nonzeros, column by column, for evaluation */
+    emn_csc lin[4];
     bool *need_int;     /* per source: its integral is used somewhere */
     int *nonlinear;     /* indices of nonlinear terms */
     int nnonlinear;
