@@ -1253,6 +1253,10 @@ emn_form *emn_form_build(const emn_circuit *c, emn_form_kind kind, emn_diag *d)
             }
             m->ptr[col + 1] = cnt;
         }
+        m->cols = emn_xmalloc((size_t)f->n * sizeof(int) + 1);
+        m->ncols = 0;
+        for (int col = 0; col < f->n; col++)
+            if (m->ptr[col + 1] > m->ptr[col]) m->cols[m->ncols++] = col;
     }
 
     /* which sources' integrals are used: a time coupling of a linear term,
@@ -1309,7 +1313,9 @@ void emn_form_free(emn_form **pf)
     free(f->fts.row); free(f->fts.col); free(f->fts.val);
     free(f->nonlinear); free(f->tloc_off); free(f->tloc);
     free(f->scratch);
-    for (int q = 0; q < 4; q++) { free(f->lin[q].ptr); free(f->lin[q].row); free(f->lin[q].val); }
+    for (int q = 0; q < 4; q++) {
+        free(f->lin[q].ptr); free(f->lin[q].row); free(f->lin[q].val); free(f->lin[q].cols);
+    }
     free(f->need_int);
     emn_arena_free(&f->ar);
     free(f);
@@ -1403,12 +1409,14 @@ static void spmv_add(const emn_sparse *J, const double *Ax, const double *x, dou
 }
 
 /* y += M x for a compressed constant matrix; with scale, the magnitudes
- * of the products are summed there too. */
-static void csc_add(const emn_csc *M, int n, const double *x, double *y, double *scale)
+ * of the products are summed there too.  Only the columns with entries
+ * are visited (dp/dz and dF/dz have few: inductors, springs). */
+static void csc_add(const emn_csc *M, const double *x, double *y, double *scale)
 {
     const int *ptr = M->ptr, *row = M->row;
     const double *val = M->val;
-    for (int col = 0; col < n; col++) {
+    for (int c = 0; c < M->ncols; c++) {
+        int col = M->cols[c];
         double xc = x[col];
         if (xc == 0) continue;
         if (scale) {
@@ -1432,7 +1440,7 @@ int emn_form_eval(emn_form *f, const double *z, const double *w, double *p, doub
     if (scale)
         for (int j = 0; j < n; j++) scale[j] = fabs(f->pt[j]) + fabs(f->ft[j]);
     /* the constant part: p += Apz z + Apw w, F += Afz z + Afw w */
-    for (int q = 0; q < 4; q++) csc_add(&f->lin[q], n, q & 1 ? w : z, q < 2 ? p : F, scale);
+    for (int q = 0; q < 4; q++) csc_add(&f->lin[q], q & 1 ? w : z, q < 2 ? p : F, scale);
     for (int i = 0; i < f->nnonlinear; i++) {
         const emn_term *tm = &f->terms.v[f->nonlinear[i]];
         const emn_tmpl *t = tm->tmpl;
@@ -1461,8 +1469,8 @@ void emn_form_eval_rest(const emn_form *f, const double *z, double *p, double *F
     int n = f->n;
     memcpy(p, f->pt, (size_t)n * sizeof(double));
     memcpy(F, f->ft, (size_t)n * sizeof(double));
-    csc_add(&f->lin[0], n, z, p, NULL);
-    csc_add(&f->lin[2], n, z, F, NULL);
+    csc_add(&f->lin[0], z, p, NULL);
+    csc_add(&f->lin[2], z, F, NULL);
 }
 
 /* The Newton matrix at leading coefficient a; the nonlinear terms' locals

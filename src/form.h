@@ -63,8 +63,9 @@ typedef struct emn_lmap {
 typedef struct emn_tmpl emn_tmpl;   /* a term's expressions and their tapes */
 
 /* A constant sparse matrix by columns: column j's entries are
- * row[ptr[j] .. ptr[j+1]-1], val[...]. */
-typedef struct emn_csc { int *ptr, *row; double *val; } emn_csc;
+ * row[ptr[j] .. ptr[j+1]-1], val[...]; cols lists the ncols columns that
+ * have any. */
+typedef struct emn_csc { int *ptr, *row, *cols, ncols; double *val; } emn_csc;
 
 typedef struct emn_term {
     int elem;           /* netlist element (first of a coupled group for K) */

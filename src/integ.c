@@ -605,7 +605,7 @@ int emn_integ_step(emn_integ *it, double tlimit)
         /* predictor: extrapolate the velocities linearly (from the
          * right-hand velocities after a breakpoint) */
         const double *w0 = it->have_right ? it->w_right : it->w[0];
-        for (int j = 0; j < n; j++)
+        for (int j = 0; j < n && !linear; j++)      /* a linear step solves from scratch */
             it->wtry[j] = w0[j] + (it->npast >= 1 && !it->restart && it->h > 0
                                    ? (it->w[0][j] - it->w[1][j]) * hf / it->h : 0);
         it->nan_coord = -1;
