@@ -48,4 +48,18 @@ ok $? "ibmpg1t flux: every printed node at every 10 ps within 0.1 mV of ibmpg1t.
     "compared $1 points (want $nref), $2 missing, worst $3 V at $4, t = $5"
 echo "# worst $3 V at $4, t = $5 ($1 points)"
 
+# The same grid over one 10 ps output step: the largest step is then
+# 0.2 ps, and a consistent start that left the resistive nodes' voltages
+# off by ~1e-5 V held every step at 2e-16 s (minutes for 10 ps).
+sed 's/^\.tran .*/.tran 1e-11 1e-11/' "$WORK/ibmpg1t.spice" >"$WORK/short.spice"
+run_emnet -form flux short.spice
+steps=$(printf '%s\n' "$err" | sed -n 's/.*): \([0-9]*\) steps.*/\1/p')
+ok $rc "ibmpg1t over 10 ps: completes (exit 0)" "exit status $rc" "$err"
+awk -v s="$steps" 'BEGIN { exit !(s != "" && s + 0 <= 1000) }'
+ok $? "ibmpg1t over 10 ps: at most 1000 steps (0.2 ps at most each, 50 at least)" "steps: $steps"
+set -- $(ibm_compare "$WORK/stdout" "$WORK/ibmpg1t.output")
+awk -v n="$1" -v w="$3" 'BEGIN { exit !(n == 40 && w <= 1e-4) }'
+ok $? "ibmpg1t over 10 ps: both rows of all 20 nodes within 0.1 mV of ibmpg1t.output" \
+    "compared $1 points (want 40), worst $3 V at $4, t = $5"
+
 done_testing
