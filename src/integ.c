@@ -550,8 +550,12 @@ int emn_integ_step(emn_integ *it, double tlimit)
     bool first = it->npast < 1;
     int order = (it->restart && !first) || it->o.maxord < 2 ? 1 : 2;
     double h;
-    if (it->npast == 0)         /* the very first step: short unless the circuit is linear */
-        h = fmin(it->o.hmax, fmin(it->next_bp, tlimit) - t) * (linear ? 1e-3 : 1e-4);
+    /* The very first step: a tenth of the largest (as SPICE) for a linear
+     * circuit, whose every new step size on the way up is a new
+     * factorization (a 10^5-node mesh factors in a second); far shorter
+     * for a nonlinear one, which refactors at every step anyway. */
+    if (it->npast == 0)
+        h = fmin(it->o.hmax, fmin(it->next_bp, tlimit) - t) * (linear ? 0.1 : 1e-4);
     else
         h = it->hnext;
     h = fmin(h, it->o.hmax);
