@@ -817,7 +817,7 @@ static bool describe_term(emn_form *f, int i, const int *kgroup, term_desc *td)
     }
     collect_mech(value_of(f, i), td);
     if (e->kind == EMN_K) for (int k = 0; k < 2; k++) collect_mech(value_of(f, e->ind[k]), td);
-    if (e->kind == EMN_L && !charge)
+    if (e->kind == EMN_L && !charge && kgroup[i] == i)     /* only a group's leader has couplings */
         for (int k = 0; k < c->elems.n; k++)
             if (c->elems.v[k].kind == EMN_K && kgroup[c->elems.v[k].ind[0]] == i)
                 collect_mech(value_of(f, k), td);
