@@ -1233,7 +1233,6 @@ static void add_element(emn_build *b, const inst *in, const card *k, int kind)
         }
         int node = node_of(b, in, lower_tmp(b, f->loc), f->loc, true);
         e.node[i] = node;
-        e.node_loc[i] = f->loc;
         use_node(b, node, terminals[kind].dom[i], disp, f->loc, false);
     }
     e.nnodes = nn;
@@ -1280,7 +1279,6 @@ static void add_element(emn_build *b, const inst *in, const card *k, int kind)
                 if (value_num(b, in, f->value, disp, &v, NULL) == 0) {
                     e.has_ic = true;
                     e.ic = v;
-                    e.ic_loc = field_loc(f->value);
                 }
             } else if (kind == EMN_S && strcmp(key, "x0") == 0) {
                 if (value_num(b, in, f->value, disp, &v, NULL) == 0) e.x0 = v;
