@@ -934,24 +934,34 @@ static const emn_expr *bind_leaf(void *ctx, const emn_expr *leaf)
     return NULL;
 }
 
+/* The value of a WORD field: a number or a parameter.  Returns 0, or -1
+ * after recording an error. */
+static int word_value(emn_build *b, const inst *in, const emn_field *f, double *v, bool *milli)
+{
+    const char *s = emn_build_text(f->loc);
+    if (numberish(s, f->loc.len)) return number_at(b, f->loc, v, milli) ? -1 : 0;
+    const char *name = lower_tmp(b, f->loc);
+    if (scope_get(in->sc, name, strlen(name), v)) return 0;
+    if (strcmp(name, "pi") == 0) {
+        *v = M_PI;
+        return 0;
+    }
+    error(b, f->loc, "unknown parameter '%s'", name);
+    return -1;
+}
+
 /* The value of a field: a number, a parameter, or an expression with its
- * parameters bound.  Returns NULL after recording an error. */
+ * parameters bound.  Returns NULL after recording an error.  A WORD's
+ * number is built in the temporary arena: a grid deck has 10^5 of them,
+ * and every caller keeps only the value of a constant. */
 static const emn_expr *value_expr(emn_build *b, const inst *in, const emn_field *f, unsigned allow,
                                   const char *who, bool *milli)
 {
     if (milli) *milli = false;
     if (f->kind == EMN_FIELD_WORD) {
-        const char *s = emn_build_text(f->loc);
         double v;
-        if (numberish(s, f->loc.len)) {
-            if (number_at(b, f->loc, &v, milli)) return NULL;
-            return emn_expr_num(b->ar, v);
-        }
-        const char *name = lower_tmp(b, f->loc);
-        if (scope_get(in->sc, name, strlen(name), &v)) return emn_expr_num(b->ar, v);
-        if (strcmp(name, "pi") == 0) return emn_expr_num(b->ar, M_PI);
-        error(b, f->loc, "unknown parameter '%s'", name);
-        return NULL;
+        if (word_value(b, in, f, &v, milli)) return NULL;
+        return emn_expr_num(b->tmp, v);
     }
     if (f->kind == EMN_FIELD_EXPR) {
         vctx v = {b, in, who, allow, false};
@@ -967,9 +977,19 @@ static const emn_expr *value_expr(emn_build *b, const inst *in, const emn_field 
 static int value_num(emn_build *b, const inst *in, const emn_field *f, const char *who, double *out,
                      bool *milli)
 {
+    double v;
+    if (f->kind == EMN_FIELD_WORD) {     /* no expression to build */
+        if (milli) *milli = false;
+        if (word_value(b, in, f, &v, milli)) return -1;
+        if (!isfinite(v)) {
+            error(b, field_loc(f), "the value of %s is not a finite number", who);
+            return -1;
+        }
+        *out = v;
+        return 0;
+    }
     const emn_expr *e = value_expr(b, in, f, 0, who, milli);
     if (!e) return -1;
-    double v;
     if (!emn_expr_is_const(e, &v)) {
         error(b, field_loc(f), "the value of %s must be a constant", who);
         return -1;
@@ -1312,7 +1332,7 @@ static void add_element(emn_build *b, const inst *in, const card *k, int kind)
         }
         if (!check_range(b, e.kind, x, e.value_loc, disp)) return;
         e.value = x;
-        if (kind == EMN_J) e.vexpr = v;
+        if (kind == EMN_J) e.vexpr = emn_expr_num(b->ar, x);  /* v may be in the temporary arena */
         if (kind == EMN_R && milli)
             emn_diag_warning(b->d, e.value_loc, "'m' means milli (1e-3); write 'meg' for 1e6");
     } else {
