@@ -72,13 +72,23 @@ static void acc_add(acc *a, int i, double x)
     EMN_PUSH(a->x, x);
 }
 
-static void acc_to_map(const acc *ac, const acc *ad, emn_lmap *m)
+/* Room for a linear map of up to nc coordinates and nd sources, in one
+ * piece of the formulation's arena: a grid has a map per branch and per
+ * node, 10^5 to 10^6 of them, and four mallocs each cost more in
+ * bookkeeping than the few numbers they hold. */
+static void lmap_alloc(emn_arena *ar, emn_lmap *m, int nc, int nd)
 {
+    char *p = emn_arena_alloc(ar, (size_t)(nc + nd) * (sizeof(double) + sizeof(int)));
     m->nc = m->nd = 0;
-    m->ci = emn_xmalloc((size_t)(ac ? ac->i.n : 0) * sizeof(int) + 1);
-    m->c = emn_xmalloc((size_t)(ac ? ac->i.n : 0) * sizeof(double) + 1);
-    m->di = emn_xmalloc((size_t)(ad ? ad->i.n : 0) * sizeof(int) + 1);
-    m->d = emn_xmalloc((size_t)(ad ? ad->i.n : 0) * sizeof(double) + 1);
+    m->c = (double *)p;
+    m->d = m->c + nc;
+    m->ci = (int *)(m->d + nd);
+    m->di = m->ci + nc;
+}
+
+static void acc_to_map(emn_arena *ar, const acc *ac, const acc *ad, emn_lmap *m)
+{
+    lmap_alloc(ar, m, ac ? ac->i.n : 0, ad ? ad->i.n : 0);
     for (int k = 0; ac && k < ac->i.n; k++)
         if (ac->x.v[k] != 0) { m->ci[m->nc] = ac->i.v[k]; m->c[m->nc++] = ac->x.v[k]; }
     for (int k = 0; ad && k < ad->i.n; k++)
@@ -95,9 +105,9 @@ static void acc_free(acc *a)
 }
 
 /* A linear map from its coordinate and source accumulators, which it frees. */
-static void acc_take(acc *ac, acc *ad, emn_lmap *m)
+static void acc_take(emn_arena *ar, acc *ac, acc *ad, emn_lmap *m)
 {
-    acc_to_map(ac, ad, m);
+    acc_to_map(ar, ac, ad, m);
     acc_free(ac);
     acc_free(ad);
 }
@@ -293,7 +303,7 @@ static void build_charge(emn_form *f, const egraph *eg, const emn_forest *fr)
     }
     for (int b = 0; b < nb; b++) {
         emn_lmap m;
-        acc_take(&bc[b], &bd[b], &m);
+        acc_take(f->ar, &bc[b], &bd[b], &m);
         f->elem_branch_slot[eg->elem[b]] = add_slot(f, m);
     }
     free(bc);
@@ -413,7 +423,7 @@ static int build_flux(emn_form *f, const egraph *eg, const emn_forest *fr, emn_d
             f->node_mech_p[v] = mechp;
         }
     }
-    for (int v = 0; v < nn; v++) acc_take(&mc[v], &md[v], &f->node_map[v]);
+    for (int v = 0; v < nn; v++) acc_take(f->ar, &mc[v], &md[v], &f->node_map[v]);
     free(mc);
     free(md);
     free(order);
@@ -432,7 +442,7 @@ static int build_flux(emn_form *f, const egraph *eg, const emn_forest *fr, emn_d
         for (int q = 0; q < a->nd; q++) acc_add(&ad, a->di[q], a->d[q]);
         for (int q = 0; q < m->nd; q++) acc_add(&ad, m->di[q], -m->d[q]);
         emn_lmap lm;
-        acc_take(&ac, &ad, &lm);
+        acc_take(f->ar, &ac, &ad, &lm);
         f->elem_branch_slot[e] = add_slot(f, lm);
         const emn_expr *ma = f->node_mech[eg->from[b]], *mb = f->node_mech[eg->to[b]];
         if (ma || mb)
@@ -751,11 +761,8 @@ double emn_tmpl_eval_F(const emn_tmpl *t, int a, const double *loc)
 /* A slot that is one coordinate (coord >= 0) or one source (s >= 0). */
 static int unit_slot(emn_form *f, int coord, int s)
 {
-    emn_lmap m = {0};
-    m.ci = emn_xmalloc(sizeof(int));
-    m.c = emn_xmalloc(sizeof(double));
-    m.di = emn_xmalloc(sizeof(int));
-    m.d = emn_xmalloc(sizeof(double));
+    emn_lmap m;
+    lmap_alloc(f->ar, &m, coord >= 0, s >= 0);
     if (coord >= 0) { m.nc = 1; m.ci[0] = coord; m.c[0] = 1; }
     if (s >= 0) { m.nd = 1; m.di[0] = s; m.d[0] = 1; }
     return add_slot(f, m);
@@ -1278,24 +1285,14 @@ void emn_form_free(emn_form **pf)
     if (!pf || !*pf) return;
     emn_form *f = *pf;
     for (int i = 0; i < f->nnonlinear; i++) free_template_tapes(f->terms.v[f->nonlinear[i]].tmpl);
-    for (int i = 0; i < f->slots.n; i++) {
-        free(f->slots.v[i].ci); free(f->slots.v[i].c);
-        free(f->slots.v[i].di); free(f->slots.v[i].d);
-    }
-    free(f->slots.v);
+    free(f->slots.v);       /* the maps themselves are in the arena */
     int ncoord = f->n > f->ne ? f->n : f->ne;
     for (int j = 0; f->coord && j < ncoord; j++) free((char *)f->coord[j].name);
     free(f->coord);
     free(f->src_elem); free(f->elem_src); free(f->S); free(f->s); free(f->seg);
     free(f->elem_branch_slot); free(f->elem_branch_mech); free(f->elem_branch_mech_p);
     free(f->node_coord); free(f->xnode); free(f->vexpr_c);
-    if (f->node_map) {
-        for (int v = 0; v < f->c->nodes.n; v++) {
-            free(f->node_map[v].ci); free(f->node_map[v].c);
-            free(f->node_map[v].di); free(f->node_map[v].d);
-        }
-        free(f->node_map);
-    }
+    free(f->node_map);
     free(f->node_mech);
     free(f->node_mech_p);
     free(f->tparent); free(f->telem); free(f->torder);
