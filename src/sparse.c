@@ -122,6 +122,26 @@ void emn_sparse_finalize(emn_sparse *A)
     A->ti.cap = A->tj.cap = 0;
 }
 
+void emn_sparse_adopt(emn_sparse *A, int *Ap, int *Ai)
+{
+    assert(!A->Ap && A->ti.n == 0 && "emn_sparse_adopt after reserve or finalize");
+    int n = A->n;
+#ifndef NDEBUG
+    for (int c = 0; c < n; c++) {
+        bool diag = false;
+        for (int k = Ap[c]; k < Ap[c + 1]; k++) {
+            assert(Ai[k] >= 0 && Ai[k] < n && (k == Ap[c] || Ai[k - 1] < Ai[k]));
+            diag |= Ai[k] == c;
+        }
+        assert(diag);
+    }
+#endif
+    A->Ap = Ap;
+    A->Ai = Ai;
+    A->nnz = Ap[n];
+    A->Ax = emn_xcalloc((size_t)(A->nnz ? A->nnz : 1), sizeof *A->Ax);
+}
+
 int emn_sparse_find(const emn_sparse *A, int i, int j)
 {
     if (!A->Ap || i < 0 || i >= A->n || j < 0 || j >= A->n) return -1;
