@@ -1003,10 +1003,11 @@ static void stamp_linear(emn_form *f, emn_term *tm, trip *pts, trip *fts)
                 for (int qb = 0; qb < sb->nc; qb++) {
                     int slot = emn_sparse_find(&f->J, j, sb->ci[qb]);
                     double cc = ca * sb->c[qb];
-                    f->Apz[slot] += cc * pv;
-                    f->Apw[slot] += cc * pu;
-                    f->Afz[slot] += cc * Fv;
-                    f->Afw[slot] += cc * Fu;
+                    double *A = f->lin_v + 4 * (size_t)slot;
+                    A[0] += cc * pv;
+                    A[1] += cc * pu;
+                    A[2] += cc * Fv;
+                    A[3] += cc * Fu;
                 }
                 for (int qb = 0; qb < sb->nd; qb++) {
                     int s = sb->di[qb];
@@ -1239,10 +1240,9 @@ emn_form *emn_form_build(const emn_circuit *c, emn_form_kind kind, emn_diag *d)
 
     build_pattern(f);
     int nnz = f->J.nnz;
-    f->Apw = emn_xcalloc((size_t)nnz + 1, sizeof(double));
-    f->Apz = emn_xcalloc((size_t)nnz + 1, sizeof(double));
-    f->Afw = emn_xcalloc((size_t)nnz + 1, sizeof(double));
-    f->Afz = emn_xcalloc((size_t)nnz + 1, sizeof(double));
+    /* the four constant matrices, interleaved on J's entries while the
+     * linear terms are summed, then compressed in place */
+    f->lin_v = emn_xcalloc(4 * (size_t)nnz + 1, sizeof(double));
     f->p0 = emn_xcalloc((size_t)f->n + 1, sizeof(double));
     f->f0 = emn_xcalloc((size_t)f->n + 1, sizeof(double));
     f->pt = emn_xcalloc((size_t)f->n + 1, sizeof(double));
@@ -1279,41 +1279,46 @@ emn_form *emn_form_build(const emn_circuit *c, emn_form_kind kind, emn_diag *d)
     f->pts.row = pts.row.v; f->pts.col = pts.col.v; f->pts.val = pts.val.v; f->pts.n = pts.row.n;
     f->fts.row = fts.row.v; f->fts.col = fts.col.v; f->fts.val = fts.val.v; f->fts.n = fts.row.n;
 
-    /* the constant arrays compressed for the fused evaluation */
+    /* keep the entries where one of the four is nonzero (an entry only
+     * moves down, so the compression is in place) */
     f->lin_ptr = emn_xcalloc((size_t)f->n + 1, sizeof(int));
     int cnt = 0;
-    for (int k = 0; k < nnz; k++)
-        if (f->Apz[k] != 0 || f->Apw[k] != 0 || f->Afz[k] != 0 || f->Afw[k] != 0) cnt++;
+    for (int k = 0; k < nnz; k++) {
+        const double *v = f->lin_v + 4 * (size_t)k;
+        if (v[0] != 0 || v[1] != 0 || v[2] != 0 || v[3] != 0) cnt++;
+    }
     f->lin_row = emn_xmalloc((size_t)cnt * sizeof(int) + 1);
-    f->lin_v = emn_xmalloc(4 * (size_t)cnt * sizeof(double) + 1);
+    f->lin_slot = emn_xmalloc((size_t)cnt * sizeof(int) + 1);
     cnt = 0;
     for (int col = 0; col < f->n; col++) {
         for (int k = f->J.Ap[col]; k < f->J.Ap[col + 1]; k++) {
-            if (f->Apz[k] == 0 && f->Apw[k] == 0 && f->Afz[k] == 0 && f->Afw[k] == 0) continue;
+            const double *v = f->lin_v + 4 * (size_t)k;
+            if (v[0] == 0 && v[1] == 0 && v[2] == 0 && v[3] == 0) continue;
             f->lin_row[cnt] = f->J.Ai[k];
-            f->lin_v[4 * cnt] = f->Apz[k];
-            f->lin_v[4 * cnt + 1] = f->Apw[k];
-            f->lin_v[4 * cnt + 2] = f->Afz[k];
-            f->lin_v[4 * cnt + 3] = f->Afw[k];
+            f->lin_slot[cnt] = k;
+            if (cnt != k) memcpy(f->lin_v + 4 * (size_t)cnt, v, 4 * sizeof(double));
             cnt++;
         }
         f->lin_ptr[col + 1] = cnt;
     }
+    f->lin_v = emn_xrealloc(f->lin_v, 4 * (size_t)cnt * sizeof(double) + 1);
 
     /* and once more, only the dp/dz and dF/dz entries (emn_form_eval_rest) */
     f->linz_ptr = emn_xcalloc((size_t)f->n + 1, sizeof(int));
+    int nlin = cnt;
     cnt = 0;
-    for (int k = 0; k < nnz; k++)
-        if (f->Apz[k] != 0 || f->Afz[k] != 0) cnt++;
+    for (int k = 0; k < nlin; k++)
+        if (f->lin_v[4 * k] != 0 || f->lin_v[4 * k + 2] != 0) cnt++;
     f->linz_row = emn_xmalloc((size_t)cnt * sizeof(int) + 1);
     f->linz_v = emn_xmalloc(2 * (size_t)cnt * sizeof(double) + 1);
     cnt = 0;
     for (int col = 0; col < f->n; col++) {
-        for (int k = f->J.Ap[col]; k < f->J.Ap[col + 1]; k++) {
-            if (f->Apz[k] == 0 && f->Afz[k] == 0) continue;
-            f->linz_row[cnt] = f->J.Ai[k];
-            f->linz_v[2 * cnt] = f->Apz[k];
-            f->linz_v[2 * cnt + 1] = f->Afz[k];
+        for (int k = f->lin_ptr[col]; k < f->lin_ptr[col + 1]; k++) {
+            const double *v = f->lin_v + 4 * (size_t)k;
+            if (v[0] == 0 && v[2] == 0) continue;
+            f->linz_row[cnt] = f->lin_row[k];
+            f->linz_v[2 * cnt] = v[0];
+            f->linz_v[2 * cnt + 1] = v[2];
             cnt++;
         }
         f->linz_ptr[col + 1] = cnt;
@@ -1357,13 +1362,12 @@ void emn_form_free(emn_form **pf)
     free(f->tparent); free(f->telem); free(f->torder);
     free(f->terms.v);
     emn_sparse_free(&f->J);
-    free(f->Apw); free(f->Apz); free(f->Afw); free(f->Afz);
     free(f->pt); free(f->ft); free(f->p0); free(f->f0);
     free(f->pts.row); free(f->pts.col); free(f->pts.val);
     free(f->fts.row); free(f->fts.col); free(f->fts.val);
     free(f->nonlinear);
     free(f->scratch);
-    free(f->lin_ptr); free(f->lin_row); free(f->lin_v); free(f->need_int);
+    free(f->lin_ptr); free(f->lin_row); free(f->lin_slot); free(f->lin_v); free(f->need_int);
     free(f->linz_ptr); free(f->linz_row); free(f->linz_v);
     emn_arena_free(&f->ar);
     free(f);
@@ -1445,14 +1449,16 @@ void emn_form_set_dc(emn_form *f, double scale)
     time_parts(f);
 }
 
-/* y += A x for a value array on J's pattern; with `absval`, |A| |x|. */
-static void spmv_add(const emn_sparse *J, const double *Ax, const double *x, double *y, bool absval)
+/* y += A x for constant matrix q of lin_v (0: dp/dz, ... 3: dF/dw); with
+ * `absval`, |A| |x|. */
+static void spmv_add(const emn_form *f, int q, const double *x, double *y, bool absval)
 {
-    for (int j = 0; j < J->n; j++) {
+    const double *lv = f->lin_v + q;
+    for (int j = 0; j < f->n; j++) {
         double xj = absval ? fabs(x[j]) : x[j];
         if (xj == 0) continue;
-        for (int k = J->Ap[j]; k < J->Ap[j + 1]; k++)
-            y[J->Ai[k]] += (absval ? fabs(Ax[k]) : Ax[k]) * xj;
+        for (int k = f->lin_ptr[j]; k < f->lin_ptr[j + 1]; k++)
+            y[f->lin_row[k]] += (absval ? fabs(lv[4 * k]) : lv[4 * k]) * xj;
     }
 }
 
@@ -1521,8 +1527,12 @@ int emn_form_jacobian(emn_form *f, const double *z, const double *w, double a)
 {
     emn_sparse *J = &f->J;
     double ia = 1 / a;
-    for (int k = 0; k < J->nnz; k++)
-        J->Ax[k] = a * f->Apw[k] + f->Apz[k] - f->Afw[k] - ia * f->Afz[k];
+    emn_sparse_zero(J);
+    int nlin = f->lin_ptr[f->n];
+    for (int k = 0; k < nlin; k++) {
+        const double *v = f->lin_v + 4 * (size_t)k;
+        J->Ax[f->lin_slot[k]] = a * v[1] + v[0] - v[3] - ia * v[2];
+    }
     double *loc = f->scratch;
     for (int i = 0; i < f->nnonlinear; i++) {
         const emn_term *tm = &f->terms.v[f->nonlinear[i]];
@@ -1554,11 +1564,10 @@ bool emn_form_is_linear(const emn_form *f) { return f->nnonlinear == 0; }
 
 void emn_form_z_used(const emn_form *f, bool *used)
 {
-    const emn_sparse *J = &f->J;
     for (int j = 0; j < f->n; j++) {
         used[j] = f->coord[j].kind == EMN_COORD_MECH;
-        for (int k = J->Ap[j]; k < J->Ap[j + 1] && !used[j]; k++)
-            if (f->Apz[k] != 0 || f->Afz[k] != 0) used[j] = true;
+        for (int k = f->lin_ptr[j]; k < f->lin_ptr[j + 1] && !used[j]; k++)
+            if (f->lin_v[4 * k] != 0 || f->lin_v[4 * k + 2] != 0) used[j] = true;
     }
     for (int i = 0; i < f->nnonlinear; i++) {
         const emn_term *tm = &f->terms.v[f->nonlinear[i]];
@@ -1601,9 +1610,12 @@ int emn_form_derivatives(emn_form *f, const double *z, const double *w, double *
 {
     emn_sparse *J = &f->J;
     double *out[4] = {Pz, Pw, Fz, Fw};
-    const double *lin[4] = {f->Apz, f->Apw, f->Afz, f->Afw};
-    for (int q = 0; q < 4; q++)
-        if (out[q]) memcpy(out[q], lin[q], (size_t)J->nnz * sizeof(double));
+    int nlin = f->lin_ptr[f->n];
+    for (int q = 0; q < 4; q++) {
+        if (!out[q]) continue;
+        memset(out[q], 0, (size_t)J->nnz * sizeof(double));
+        for (int k = 0; k < nlin; k++) out[q][f->lin_slot[k]] = f->lin_v[4 * k + q];
+    }
     double *loc = f->scratch;
     for (int i = 0; i < f->nnonlinear; i++) {
         const emn_term *tm = &f->terms.v[f->nonlinear[i]];
@@ -1687,9 +1699,9 @@ int emn_form_rates_scaled(emn_form *f, const double *z, const double *w, double 
         }
     }
     /* linear terms: the constant matrices, and their source-integral columns */
-    spmv_add(&f->J, f->Apz, w, dp, false);
-    spmv_add(&f->J, f->Afz, w, dF, false);
-    if (dFscale) spmv_add(&f->J, f->Afz, w, dFscale, true);
+    spmv_add(f, 0, w, dp, false);
+    spmv_add(f, 2, w, dF, false);
+    if (dFscale) spmv_add(f, 2, w, dFscale, true);
     for (int k = 0; k < f->pts.n; k++)
         if (f->pts.col[k] < f->nsrc) dp[f->pts.row[k]] += f->pts.val[k] * f->s[f->pts.col[k]];
     for (int k = 0; k < f->fts.n; k++)

@@ -125,14 +125,15 @@ typedef struct emn_form {
 
     /* evaluator */
     emn_sparse J;
-    double *Apw, *Apz, *Afw, *Afz;  /* constant parts, on J's pattern */
     double *pt, *ft;                /* constant + time parts of p and F */
     /* time coupling of linear terms: p += Pts * [S; s], F += Fts * [S; s] */
     struct { int *row, *col; double *val; int n, cap; } pts, fts;
     double *p0, *f0;                /* constant parts */
-    /* the four constant arrays again, compressed to the entries where one
-     * is nonzero (column-major), for one fused pass per evaluation */
+    /* the constant parts of dp/dz, dp/dw, dF/dz, dF/dw (every linear
+     * term's, summed), at the entries of J where one is nonzero, column by
+     * column: the only copy, one fused pass per evaluation */
     int *lin_ptr, *lin_row;
+    int *lin_slot;      /* the entry's index in J.Ax */
     double *lin_v;      /* 4 per entry: dp/dz, dp/dw, dF/dz, dF/dw */
     int *linz_ptr, *linz_row;
     double *linz_v;     /* the same for the dp/dz, dF/dz entries only: 2 per entry */
