@@ -1129,10 +1129,16 @@ static int parse_source(emn_build *b, const inst *in, emn_field **f, int nf, con
         }
         if (g->kind == EMN_FIELD_WORD || g->kind == EMN_FIELD_EXPR) {
             bool want_dc = dc_word || (!src->has_dc && src->kind == EMN_WAVE_NONE);
-            const emn_expr *e = value_expr(b, in, g, ALLOW_TIME, who, NULL);
-            if (!e) return -1;
+            const emn_expr *e = NULL;
             double v;
-            bool cst = emn_expr_is_const(e, &v);
+            bool cst = true;
+            if (g->kind == EMN_FIELD_WORD) {    /* a number: no expression to build */
+                if (word_value(b, in, g, &v, NULL)) return -1;
+            } else {
+                e = value_expr(b, in, g, ALLOW_TIME, who, NULL);
+                if (!e) return -1;
+                cst = emn_expr_is_const(e, &v);
+            }
             if (cst && want_dc && !src->has_dc) {
                 if (!isfinite(v)) {
                     error(b, g->loc, "the value of %s is not a finite number", who);
@@ -1322,17 +1328,24 @@ static void add_element(emn_build *b, const inst *in, const card *k, int kind)
     unsigned allow = (kind == EMN_C || kind == EMN_L || kind == EMN_K || kind == EMN_J) ? ALLOW_X : 0;
     bool milli = false;
     e.value_loc = field_loc(valf);
-    const emn_expr *v = value_expr(b, in, valf, allow, disp, &milli);
-    if (!v) return;
+    const emn_expr *v = NULL;
     double x;
-    if (emn_expr_is_const(v, &x)) {
+    bool cst = true;
+    if (valf->kind == EMN_FIELD_WORD) {     /* a number: no expression to build */
+        if (word_value(b, in, valf, &x, &milli)) return;
+    } else {
+        v = value_expr(b, in, valf, allow, disp, &milli);
+        if (!v) return;
+        cst = emn_expr_is_const(v, &x);
+    }
+    if (cst) {
         if (!isfinite(x)) {
             error(b, e.value_loc, "the value of %s is not a finite number", disp);
             return;
         }
         if (!check_range(b, e.kind, x, e.value_loc, disp)) return;
         e.value = x;
-        if (kind == EMN_J) e.vexpr = emn_expr_num(b->ar, x);  /* v may be in the temporary arena */
+        if (kind == EMN_J) e.vexpr = emn_expr_num(b->ar, x);
         if (kind == EMN_R && milli)
             emn_diag_warning(b->d, e.value_loc, "'m' means milli (1e-3); write 'meg' for 1e6");
     } else {
