@@ -146,9 +146,14 @@ typedef struct nodeinfo {
 
 typedef struct eleminfo {
     const char *disp;           /* the name as messages show it */
-    const char *kname[2];       /* K: full names of the inductors */
-    emn_loc kloc[2];
 } eleminfo;
+
+/* What a K element names, until the inductors are looked up: one per K,
+ * in element order (kept apart from eleminfo, which every element has). */
+typedef struct kinfo {
+    const char *kname[2];       /* full names of the inductors */
+    emn_loc kloc[2];
+} kinfo;
 
 struct emn_build {
     emn_diag *d;
@@ -172,6 +177,7 @@ struct emn_build {
     strmap nodes, elems;
     struct { nodeinfo *v; int n, cap; } ninfo;
     struct { eleminfo *v; int n, cap; } einfo;
+    struct { kinfo *v; int n, cap; } kinfo;
     struct { card **v; int n, cap; } late;     /* .ic, .print, .save */
     emn_buf scratch;
     long ncards;                /* element and instance cards expanded */
@@ -1231,6 +1237,8 @@ static void add_element(emn_build *b, const inst *in, const card *k, int kind)
     e.loc = k->loc;
     eleminfo info = {0};
     info.disp = disp;
+    kinfo kin;
+    memset(&kin, 0, sizeof kin);
 
     int nn = terminals[kind].n;
     int want_values = kind == EMN_V || kind == EMN_I || kind == EMN_F ? 0 : 1;
@@ -1252,8 +1260,8 @@ static void add_element(emn_build *b, const inst *in, const card *k, int kind)
         const emn_field *f = k->f[i];
         if (kind == EMN_K) {
             char *n = full_elem_name(in, lower_tmp(b, f->loc));
-            info.kname[i] = emn_arena_strdup(b->ar, n);
-            info.kloc[i] = f->loc;
+            kin.kname[i] = emn_arena_strdup(b->ar, n);
+            kin.kloc[i] = f->loc;
             free(n);
             continue;
         }
@@ -1356,6 +1364,7 @@ static void add_element(emn_build *b, const inst *in, const card *k, int kind)
     map_put(&b->elems, e.name, c->elems.n);
     EMN_PUSH(c->elems, e);
     EMN_PUSH(b->einfo, info);
+    if (kind == EMN_K) EMN_PUSH(b->kinfo, kin);
 }
 
 static void expand_body(emn_build *b, const inst *in, const cardlist *body);
@@ -1788,23 +1797,25 @@ static void do_ic(emn_build *b, const inst *in, const card *k)
 static void check_couplings(emn_build *b)
 {
     emn_circuit *c = b->c;
+    int q = 0;
     for (int i = 0; i < c->elems.n; i++) {
         emn_elem *e = &c->elems.v[i];
         if (e->kind != EMN_K) continue;
-        eleminfo *info = &b->einfo.v[i];
+        const eleminfo *info = &b->einfo.v[i];
+        const kinfo *ki = &b->kinfo.v[q++];
         for (int j = 0; j < 2; j++) {
-            int t = map_find(&b->elems, info->kname[j], strlen(info->kname[j]));
+            int t = map_find(&b->elems, ki->kname[j], strlen(ki->kname[j]));
             if (t < 0) {
-                error(b, info->kloc[j], "%s couples '%s', which is not an element", info->disp,
-                      lower_tmp(b, info->kloc[j]));
+                error(b, ki->kloc[j], "%s couples '%s', which is not an element", info->disp,
+                      lower_tmp(b, ki->kloc[j]));
             } else if (c->elems.v[t].kind != EMN_L) {
-                error(b, info->kloc[j], "%s couples %s, which is not an inductor", info->disp,
+                error(b, ki->kloc[j], "%s couples %s, which is not an inductor", info->disp,
                       b->einfo.v[t].disp);
             }
             e->ind[j] = t;
         }
         if (e->ind[0] >= 0 && e->ind[0] == e->ind[1])
-            error(b, info->kloc[1], "%s couples %s with itself", info->disp, b->einfo.v[e->ind[0]].disp);
+            error(b, ki->kloc[1], "%s couples %s with itself", info->disp, b->einfo.v[e->ind[0]].disp);
     }
 }
 
@@ -2013,6 +2024,7 @@ static emn_circuit *read_netlist(const char *path, const char *text, long len, e
     free(b.defs.v);
     free(b.ninfo.v);
     free(b.einfo.v);
+    free(b.kinfo.v);
     free(b.late.v);
     emn_buf_free(&b.scratch);
     free(b.depth.key);
