@@ -75,13 +75,23 @@ static void acc_add(acc *a, int i, double x)
     EMN_PUSH(a->x, x);
 }
 
-static void acc_to_map(const acc *ac, const acc *ad, emn_lmap *m)
+/* Room for a linear map of up to nc coordinates and nd sources, in one
+ * piece of the formulation's arena: a grid has a map per branch and per
+ * node, 10^5 to 10^6 of them, and four mallocs each cost more in
+ * bookkeeping than the few numbers they hold. */
+static void lmap_alloc(emn_arena *ar, emn_lmap *m, int nc, int nd)
 {
+    char *p = emn_arena_alloc(ar, (size_t)(nc + nd) * (sizeof(double) + sizeof(int)));
     m->nc = m->nd = 0;
-    m->ci = emn_xmalloc((size_t)(ac ? ac->i.n : 0) * sizeof(int) + 1);
-    m->c = emn_xmalloc((size_t)(ac ? ac->i.n : 0) * sizeof(double) + 1);
-    m->di = emn_xmalloc((size_t)(ad ? ad->i.n : 0) * sizeof(int) + 1);
-    m->d = emn_xmalloc((size_t)(ad ? ad->i.n : 0) * sizeof(double) + 1);
+    m->c = (double *)p;
+    m->d = m->c + nc;
+    m->ci = (int *)(m->d + nd);
+    m->di = m->ci + nc;
+}
+
+static void acc_to_map(emn_arena *ar, const acc *ac, const acc *ad, emn_lmap *m)
+{
+    lmap_alloc(ar, m, ac ? ac->i.n : 0, ad ? ad->i.n : 0);
     for (int k = 0; ac && k < ac->i.n; k++)
         if (ac->x.v[k] != 0) { m->ci[m->nc] = ac->i.v[k]; m->c[m->nc++] = ac->x.v[k]; }
     for (int k = 0; ad && k < ad->i.n; k++)
@@ -98,9 +108,9 @@ static void acc_free(acc *a)
 }
 
 /* A linear map from its coordinate and source accumulators, which it frees. */
-static void acc_take(acc *ac, acc *ad, emn_lmap *m)
+static void acc_take(emn_arena *ar, acc *ac, acc *ad, emn_lmap *m)
 {
-    acc_to_map(ac, ad, m);
+    acc_to_map(ar, ac, ad, m);
     acc_free(ac);
     acc_free(ad);
 }
@@ -296,7 +306,7 @@ static void build_charge(emn_form *f, const egraph *eg, const emn_forest *fr)
     }
     for (int b = 0; b < nb; b++) {
         emn_lmap m;
-        acc_take(&bc[b], &bd[b], &m);
+        acc_take(f->ar, &bc[b], &bd[b], &m);
         f->elem_branch_slot[eg->elem[b]] = add_slot(f, m);
     }
     free(bc);
@@ -416,7 +426,7 @@ static int build_flux(emn_form *f, const egraph *eg, const emn_forest *fr, emn_d
             f->node_mech_p[v] = mechp;
         }
     }
-    for (int v = 0; v < nn; v++) acc_take(&mc[v], &md[v], &f->node_map[v]);
+    for (int v = 0; v < nn; v++) acc_take(f->ar, &mc[v], &md[v], &f->node_map[v]);
     free(mc);
     free(md);
     free(order);
@@ -435,7 +445,7 @@ static int build_flux(emn_form *f, const egraph *eg, const emn_forest *fr, emn_d
         for (int q = 0; q < a->nd; q++) acc_add(&ad, a->di[q], a->d[q]);
         for (int q = 0; q < m->nd; q++) acc_add(&ad, m->di[q], -m->d[q]);
         emn_lmap lm;
-        acc_take(&ac, &ad, &lm);
+        acc_take(f->ar, &ac, &ad, &lm);
         f->elem_branch_slot[e] = add_slot(f, lm);
         const emn_expr *ma = f->node_mech[eg->from[b]], *mb = f->node_mech[eg->to[b]];
         if (ma || mb)
@@ -763,11 +773,8 @@ double emn_tmpl_eval_F(const emn_tmpl *t, int a, const double *loc)
 /* A slot that is one coordinate (coord >= 0) or one source (s >= 0). */
 static int unit_slot(emn_form *f, int coord, int s)
 {
-    emn_lmap m = {0};
-    m.ci = emn_xmalloc(sizeof(int));
-    m.c = emn_xmalloc(sizeof(double));
-    m.di = emn_xmalloc(sizeof(int));
-    m.d = emn_xmalloc(sizeof(double));
+    emn_lmap m;
+    lmap_alloc(f->ar, &m, coord >= 0, s >= 0);
     if (coord >= 0) { m.nc = 1; m.ci[0] = coord; m.c[0] = 1; }
     if (s >= 0) { m.nd = 1; m.di[0] = s; m.d[0] = 1; }
     return add_slot(f, m);
@@ -829,7 +836,7 @@ static bool describe_term(emn_form *f, int i, const int *kgroup, term_desc *td)
     }
     collect_mech(value_of(f, i), td);
     if (e->kind == EMN_K) for (int k = 0; k < 2; k++) collect_mech(value_of(f, e->ind[k]), td);
-    if (e->kind == EMN_L && !charge)
+    if (e->kind == EMN_L && !charge && kgroup[i] == i)     /* only a group's leader has couplings */
         for (int k = 0; k < c->elems.n; k++)
             if (c->elems.v[k].kind == EMN_K && kgroup[c->elems.v[k].ind[0]] == i)
                 collect_mech(value_of(f, k), td);
@@ -1008,10 +1015,11 @@ static void stamp_linear(emn_form *f, emn_term *tm, trip *pts, trip *fts)
                 for (int qb = 0; qb < sb->nc; qb++) {
                     int slot = emn_sparse_find(&f->J, j, sb->ci[qb]);
                     double cc = ca * sb->c[qb];
-                    f->Apz[slot] += cc * pv;
-                    f->Apw[slot] += cc * pu;
-                    f->Afz[slot] += cc * Fv;
-                    f->Afw[slot] += cc * Fu;
+                    double *A = f->lin_v + 4 * (size_t)slot;
+                    A[0] += cc * pv;
+                    A[1] += cc * pu;
+                    A[2] += cc * Fv;
+                    A[3] += cc * Fu;
                 }
                 for (int qb = 0; qb < sb->nd; qb++) {
                     int s = sb->di[qb];
@@ -1024,6 +1032,79 @@ static void stamp_linear(emn_form *f, emn_term *tm, trip *pts, trip *fts)
             }
         }
     }
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+/* J's pattern: every coordinate pair that shares a term, and the
+ * diagonal.  Column j is the union of the coordinates of the terms that
+ * touch j, which is what reserving every pair would give after
+ * emn_sparse_finalize, without the pairs: in the charge formulation of a
+ * grid a long loop puts a hundred coordinates into one resistor's term,
+ * and the pairs outnumber J's entries several times (3.7 million for
+ * ibmpg1's 0.83 million). */
+static void build_pattern(emn_form *f)
+{
+    int n = f->n, nt = f->terms.n;
+    /* the terms touching each coordinate (each once), in CSR */
+    int *tp = emn_xcalloc((size_t)n + 2, sizeof(int));
+    int *last = emn_xmalloc(((size_t)n + 1) * sizeof(int));
+    for (int j = 0; j < n; j++) last[j] = -1;
+    for (int pass = 0; pass < 2; pass++) {
+        int *tl = pass ? emn_xmalloc(((size_t)tp[n] + 1) * sizeof(int)) : NULL;
+        int *pos = pass ? emn_xmalloc(((size_t)n + 1) * sizeof(int)) : NULL;
+        if (pass) memcpy(pos, tp, (size_t)n * sizeof(int));
+        for (int i = 0; i < nt; i++) {
+            const emn_term *tm = &f->terms.v[i];
+            for (int a = 0; a < tm->m; a++) {
+                const emn_lmap *sa = &f->slots.v[tm->slot[a]];
+                for (int q = 0; q < sa->nc; q++) {
+                    int j = sa->ci[q];
+                    if (last[j] == 2 * i + pass) continue;
+                    last[j] = 2 * i + pass;
+                    if (pass) tl[pos[j]++] = i;
+                    else tp[j + 1]++;
+                }
+            }
+        }
+        if (!pass) {
+            for (int j = 0; j < n; j++) tp[j + 1] += tp[j];
+            continue;
+        }
+        free(pos);
+        /* column by column: mark the rows, then sort them */
+        int *Ap = emn_xmalloc(((size_t)n + 1) * sizeof(int));
+        struct { int *v; int n, cap; } Ai = {0};
+        for (int j = 0; j < n; j++) last[j] = -1;
+        for (int col = 0; col < n; col++) {
+            Ap[col] = Ai.n;
+            last[col] = col;
+            EMN_PUSH(Ai, col);
+            for (int k = tp[col]; k < tp[col + 1]; k++) {
+                const emn_term *tm = &f->terms.v[tl[k]];
+                for (int a = 0; a < tm->m; a++) {
+                    const emn_lmap *sa = &f->slots.v[tm->slot[a]];
+                    for (int q = 0; q < sa->nc; q++) {
+                        int r = sa->ci[q];
+                        if (last[r] == col) continue;
+                        last[r] = col;
+                        EMN_PUSH(Ai, r);
+                    }
+                }
+            }
+            qsort(Ai.v + Ap[col], (size_t)(Ai.n - Ap[col]), sizeof(int), cmp_int);
+        }
+        Ap[n] = Ai.n;
+        free(tl);
+        emn_sparse_init(&f->J, n);
+        emn_sparse_adopt(&f->J, Ap, emn_xrealloc(Ai.v, ((size_t)Ai.n + 1) * sizeof(int)));
+    }
+    free(tp);
+    free(last);
 }
 
 static int check_storage(emn_form *f, emn_diag *d)
@@ -1169,26 +1250,11 @@ emn_form *emn_form_build(const emn_circuit *c, emn_form_kind kind, emn_diag *d)
         return NULL;
     }
 
-    /* pattern: every coordinate pair that shares a term */
-    emn_sparse_init(&f->J, f->n);
-    for (int i = 0; i < f->terms.n; i++) {
-        const emn_term *tm = &f->terms.v[i];
-        for (int a = 0; a < tm->m; a++) {
-            const emn_lmap *sa = &f->slots.v[tm->slot[a]];
-            for (int b = 0; b < tm->m; b++) {
-                const emn_lmap *sb = &f->slots.v[tm->slot[b]];
-                for (int qa = 0; qa < sa->nc; qa++)
-                    for (int qb = 0; qb < sb->nc; qb++)
-                        emn_sparse_reserve(&f->J, sa->ci[qa], sb->ci[qb]);
-            }
-        }
-    }
-    emn_sparse_finalize(&f->J);
+    build_pattern(f);
     int nnz = f->J.nnz;
-    f->Apw = emn_xcalloc((size_t)nnz + 1, sizeof(double));
-    f->Apz = emn_xcalloc((size_t)nnz + 1, sizeof(double));
-    f->Afw = emn_xcalloc((size_t)nnz + 1, sizeof(double));
-    f->Afz = emn_xcalloc((size_t)nnz + 1, sizeof(double));
+    /* the four constant matrices, interleaved on J's entries while the
+     * linear terms are summed, then compressed in place */
+    f->lin_v = emn_xcalloc(4 * (size_t)nnz + 1, sizeof(double));
     f->p0 = emn_xcalloc((size_t)f->n + 1, sizeof(double));
     f->f0 = emn_xcalloc((size_t)f->n + 1, sizeof(double));
     f->pt = emn_xcalloc((size_t)f->n + 1, sizeof(double));
@@ -1233,23 +1299,25 @@ emn_form *emn_form_build(const emn_circuit *c, emn_form_kind kind, emn_diag *d)
     f->fts.row = fts.row.v; f->fts.col = fts.col.v; f->fts.val = fts.val.v; f->fts.n = fts.row.n;
 
     /* the four constant matrices compressed to their own nonzeros, column
-     * by column, for the evaluation (an entry of J's pattern is rarely
+     * by column, from the stamps (an entry of J's pattern is rarely
      * nonzero in more than one: a resistor's only in dF/dw, a
-     * capacitor's only in dp/dw) */
-    const double *cmat[4] = {f->Apz, f->Apw, f->Afz, f->Afw};
+     * capacitor's only in dp/dw); slot keeps each entry's place in J */
     for (int q = 0; q < 4; q++) {
         emn_csc *m = &f->lin[q];
         int cnt = 0;
-        for (int k = 0; k < nnz; k++) if (cmat[q][k] != 0) cnt++;
+        for (int k = 0; k < nnz; k++) if (f->lin_v[4 * (size_t)k + q] != 0) cnt++;
         m->ptr = emn_xcalloc((size_t)f->n + 1, sizeof(int));
         m->row = emn_xmalloc((size_t)cnt * sizeof(int) + 1);
+        m->slot = emn_xmalloc((size_t)cnt * sizeof(int) + 1);
         m->val = emn_xmalloc((size_t)cnt * sizeof(double) + 1);
         cnt = 0;
         for (int col = 0; col < f->n; col++) {
             for (int k = f->J.Ap[col]; k < f->J.Ap[col + 1]; k++) {
-                if (cmat[q][k] == 0) continue;
+                double v = f->lin_v[4 * (size_t)k + q];
+                if (v == 0) continue;
                 m->row[cnt] = f->J.Ai[k];
-                m->val[cnt++] = cmat[q][k];
+                m->slot[cnt] = k;
+                m->val[cnt++] = v;
             }
             m->ptr[col + 1] = cnt;
         }
@@ -1258,6 +1326,9 @@ emn_form *emn_form_build(const emn_circuit *c, emn_form_kind kind, emn_diag *d)
         for (int col = 0; col < f->n; col++)
             if (m->ptr[col + 1] > m->ptr[col]) m->cols[m->ncols++] = col;
     }
+
+    free(f->lin_v);     /* the stamps: only the compressed matrices are kept */
+    f->lin_v = NULL;
 
     /* which sources' integrals are used: a time coupling of a linear term,
      * an offset of a branch or node, or a nonlinear term's source slot */
@@ -1284,30 +1355,19 @@ void emn_form_free(emn_form **pf)
     if (!pf || !*pf) return;
     emn_form *f = *pf;
     for (int i = 0; i < f->nnonlinear; i++) free_template_tapes(f->terms.v[f->nonlinear[i]].tmpl);
-    for (int i = 0; i < f->slots.n; i++) {
-        free(f->slots.v[i].ci); free(f->slots.v[i].c);
-        free(f->slots.v[i].di); free(f->slots.v[i].d);
-    }
-    free(f->slots.v);
+    free(f->slots.v);       /* the maps themselves are in the arena */
     int ncoord = f->n > f->ne ? f->n : f->ne;
     for (int j = 0; f->coord && j < ncoord; j++) free((char *)f->coord[j].name);
     free(f->coord);
     free(f->src_elem); free(f->elem_src); free(f->S); free(f->s); free(f->seg);
     free(f->elem_branch_slot); free(f->elem_branch_mech); free(f->elem_branch_mech_p);
     free(f->node_coord); free(f->xnode); free(f->vexpr_c);
-    if (f->node_map) {
-        for (int v = 0; v < f->c->nodes.n; v++) {
-            free(f->node_map[v].ci); free(f->node_map[v].c);
-            free(f->node_map[v].di); free(f->node_map[v].d);
-        }
-        free(f->node_map);
-    }
+    free(f->node_map);
     free(f->node_mech);
     free(f->node_mech_p);
     free(f->tparent); free(f->telem); free(f->torder);
     free(f->terms.v);
     emn_sparse_free(&f->J);
-    free(f->Apw); free(f->Apz); free(f->Afw); free(f->Afz);
     free(f->pt); free(f->ft); free(f->p0); free(f->f0);
     free(f->pts.row); free(f->pts.col); free(f->pts.val);
     free(f->fts.row); free(f->fts.col); free(f->fts.val);
@@ -1315,8 +1375,9 @@ void emn_form_free(emn_form **pf)
     free(f->scratch);
     for (int q = 0; q < 4; q++) {
         free(f->lin[q].ptr); free(f->lin[q].row); free(f->lin[q].val); free(f->lin[q].cols);
+        free(f->lin[q].slot);
     }
-    free(f->need_int);
+    free(f->lin_v); free(f->need_int);
     emn_arena_free(&f->ar);
     free(f);
     *pf = NULL;
@@ -1397,14 +1458,17 @@ void emn_form_set_dc(emn_form *f, double scale)
     time_parts(f);
 }
 
-/* y += A x for a value array on J's pattern; with `absval`, |A| |x|. */
-static void spmv_add(const emn_sparse *J, const double *Ax, const double *x, double *y, bool absval)
+/* y += A x for constant matrix q (0: dp/dz, ... 3: dF/dw); with
+ * `absval`, |A| |x|. */
+static void spmv_add(const emn_form *f, int q, const double *x, double *y, bool absval)
 {
-    for (int j = 0; j < J->n; j++) {
+    const emn_csc *M = &f->lin[q];
+    for (int c = 0; c < M->ncols; c++) {
+        int j = M->cols[c];
         double xj = absval ? fabs(x[j]) : x[j];
         if (xj == 0) continue;
-        for (int k = J->Ap[j]; k < J->Ap[j + 1]; k++)
-            y[J->Ai[k]] += (absval ? fabs(Ax[k]) : Ax[k]) * xj;
+        for (int k = M->ptr[j]; k < M->ptr[j + 1]; k++)
+            y[M->row[k]] += (absval ? fabs(M->val[k]) : M->val[k]) * xj;
     }
 }
 
@@ -1479,8 +1543,13 @@ static int jacobian(emn_form *f, const double *z, const double *w, double a, boo
 {
     emn_sparse *J = &f->J;
     double ia = 1 / a;
-    for (int k = 0; k < J->nnz; k++)
-        J->Ax[k] = a * f->Apw[k] + f->Apz[k] - f->Afw[k] - ia * f->Afz[k];
+    emn_sparse_zero(J);
+    const double coef[4] = {1, a, -ia, -1};        /* a dp/dw + dp/dz - dF/dw - dF/dz / a */
+    for (int q = 0; q < 4; q++) {
+        const emn_csc *M = &f->lin[q];
+        int nq = M->ptr[f->n];
+        for (int k = 0; k < nq; k++) J->Ax[M->slot[k]] += coef[q] * M->val[k];
+    }
     double *Jl = f->scratch;
     for (int i = 0; i < f->nnonlinear; i++) {
         const emn_term *tm = &f->terms.v[f->nonlinear[i]];
@@ -1523,11 +1592,9 @@ bool emn_form_is_linear(const emn_form *f) { return f->nnonlinear == 0; }
 
 void emn_form_z_used(const emn_form *f, bool *used)
 {
-    const emn_sparse *J = &f->J;
     for (int j = 0; j < f->n; j++) {
         used[j] = f->coord[j].kind == EMN_COORD_MECH;
-        for (int k = J->Ap[j]; k < J->Ap[j + 1] && !used[j]; k++)
-            if (f->Apz[k] != 0 || f->Afz[k] != 0) used[j] = true;
+        if (f->lin[0].ptr[j + 1] > f->lin[0].ptr[j] || f->lin[2].ptr[j + 1] > f->lin[2].ptr[j]) used[j] = true;
     }
     for (int i = 0; i < f->nnonlinear; i++) {
         const emn_term *tm = &f->terms.v[f->nonlinear[i]];
@@ -1570,9 +1637,12 @@ int emn_form_derivatives(emn_form *f, const double *z, const double *w, double *
 {
     emn_sparse *J = &f->J;
     double *out[4] = {Pz, Pw, Fz, Fw};
-    const double *lin[4] = {f->Apz, f->Apw, f->Afz, f->Afw};
-    for (int q = 0; q < 4; q++)
-        if (out[q]) memcpy(out[q], lin[q], (size_t)J->nnz * sizeof(double));
+    for (int q = 0; q < 4; q++) {
+        if (!out[q]) continue;
+        memset(out[q], 0, (size_t)J->nnz * sizeof(double));
+        const emn_csc *M = &f->lin[q];
+        for (int k = 0; k < M->ptr[f->n]; k++) out[q][M->slot[k]] = M->val[k];
+    }
     double *loc = f->scratch;
     for (int i = 0; i < f->nnonlinear; i++) {
         const emn_term *tm = &f->terms.v[f->nonlinear[i]];
@@ -1656,9 +1726,9 @@ int emn_form_rates_scaled(emn_form *f, const double *z, const double *w, double 
         }
     }
     /* linear terms: the constant matrices, and their source-integral columns */
-    spmv_add(&f->J, f->Apz, w, dp, false);
-    spmv_add(&f->J, f->Afz, w, dF, false);
-    if (dFscale) spmv_add(&f->J, f->Afz, w, dFscale, true);
+    spmv_add(f, 0, w, dp, false);
+    spmv_add(f, 2, w, dF, false);
+    if (dFscale) spmv_add(f, 2, w, dFscale, true);
     for (int k = 0; k < f->pts.n; k++)
         if (f->pts.col[k] < f->nsrc) dp[f->pts.row[k]] += f->pts.val[k] * f->s[f->pts.col[k]];
     for (int k = 0; k < f->fts.n; k++)

@@ -63,9 +63,9 @@ typedef struct emn_lmap {
 typedef struct emn_tmpl emn_tmpl;   /* a term's expressions and their tapes */
 
 /* A constant sparse matrix by columns: column j's entries are
- * row[ptr[j] .. ptr[j+1]-1], val[...]; cols lists the ncols columns that
- * have any. */
-typedef struct emn_csc { int *ptr, *row, *cols, ncols; double *val; } emn_csc;
+ * row[ptr[j] .. ptr[j+1]-1], val[...], at slot[...] of the Newton matrix;
+ * cols lists the ncols columns that have any. */
+typedef struct emn_csc { int *ptr, *row, *slot, *cols, ncols; double *val; } emn_csc;
 
 typedef struct emn_term {
     int elem;           /* netlist element (first of a coupled group for K) */
@@ -130,14 +130,15 @@ typedef struct emn_form {
 
     /* evaluator */
     emn_sparse J;
-    double *Apw, *Apz, *Afw, *Afz;  /* constant parts, on J's pattern */
     double *pt, *ft;                /* constant + time parts of p and F */
     /* time coupling of linear terms: p += Pts * [S; s], F += Fts * [S; s] */
     struct { int *row, *col; double *val; int n, cap; } pts, fts;
     double *p0, *f0;                /* constant parts */
-    /* the four constant arrays again (dp/dz, dp/dw, dF/dz, dF/dw), each
-     * compressed to its own nonzeros, column by column, for evaluation */
+    /* the constant parts of dp/dz, dp/dw, dF/dz, dF/dw (every linear
+     * term's, summed), each compressed to its own nonzeros, column by
+     * column: the only copy, for evaluation and the Newton matrix */
     emn_csc lin[4];
+    double *lin_v;      /* while building only: the four stamped on J's pattern */
     bool *need_int;     /* per source: its integral is used somewhere */
     int *nonlinear;     /* indices of nonlinear terms */
     int nnonlinear;

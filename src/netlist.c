@@ -146,9 +146,14 @@ typedef struct nodeinfo {
 
 typedef struct eleminfo {
     const char *disp;           /* the name as messages show it */
-    const char *kname[2];       /* K: full names of the inductors */
-    emn_loc kloc[2];
 } eleminfo;
+
+/* What a K element names, until the inductors are looked up: one per K,
+ * in element order (kept apart from eleminfo, which every element has). */
+typedef struct kinfo {
+    const char *kname[2];       /* full names of the inductors */
+    emn_loc kloc[2];
+} kinfo;
 
 struct emn_build {
     emn_diag *d;
@@ -172,6 +177,7 @@ struct emn_build {
     strmap nodes, elems;
     struct { nodeinfo *v; int n, cap; } ninfo;
     struct { eleminfo *v; int n, cap; } einfo;
+    struct { kinfo *v; int n, cap; } kinfo;
     struct { card **v; int n, cap; } late;     /* .ic, .print, .save */
     emn_buf scratch;
     long ncards;                /* element and instance cards expanded */
@@ -934,24 +940,34 @@ static const emn_expr *bind_leaf(void *ctx, const emn_expr *leaf)
     return NULL;
 }
 
+/* The value of a WORD field: a number or a parameter.  Returns 0, or -1
+ * after recording an error. */
+static int word_value(emn_build *b, const inst *in, const emn_field *f, double *v, bool *milli)
+{
+    const char *s = emn_build_text(f->loc);
+    if (numberish(s, f->loc.len)) return number_at(b, f->loc, v, milli) ? -1 : 0;
+    const char *name = lower_tmp(b, f->loc);
+    if (scope_get(in->sc, name, strlen(name), v)) return 0;
+    if (strcmp(name, "pi") == 0) {
+        *v = M_PI;
+        return 0;
+    }
+    error(b, f->loc, "unknown parameter '%s'", name);
+    return -1;
+}
+
 /* The value of a field: a number, a parameter, or an expression with its
- * parameters bound.  Returns NULL after recording an error. */
+ * parameters bound.  Returns NULL after recording an error.  A WORD's
+ * number is built in the temporary arena: a grid deck has 10^5 of them,
+ * and every caller keeps only the value of a constant. */
 static const emn_expr *value_expr(emn_build *b, const inst *in, const emn_field *f, unsigned allow,
                                   const char *who, bool *milli)
 {
     if (milli) *milli = false;
     if (f->kind == EMN_FIELD_WORD) {
-        const char *s = emn_build_text(f->loc);
         double v;
-        if (numberish(s, f->loc.len)) {
-            if (number_at(b, f->loc, &v, milli)) return NULL;
-            return emn_expr_num(b->ar, v);
-        }
-        const char *name = lower_tmp(b, f->loc);
-        if (scope_get(in->sc, name, strlen(name), &v)) return emn_expr_num(b->ar, v);
-        if (strcmp(name, "pi") == 0) return emn_expr_num(b->ar, M_PI);
-        error(b, f->loc, "unknown parameter '%s'", name);
-        return NULL;
+        if (word_value(b, in, f, &v, milli)) return NULL;
+        return emn_expr_num(b->tmp, v);
     }
     if (f->kind == EMN_FIELD_EXPR) {
         vctx v = {b, in, who, allow, false};
@@ -967,9 +983,19 @@ static const emn_expr *value_expr(emn_build *b, const inst *in, const emn_field 
 static int value_num(emn_build *b, const inst *in, const emn_field *f, const char *who, double *out,
                      bool *milli)
 {
+    double v;
+    if (f->kind == EMN_FIELD_WORD) {     /* no expression to build */
+        if (milli) *milli = false;
+        if (word_value(b, in, f, &v, milli)) return -1;
+        if (!isfinite(v)) {
+            error(b, field_loc(f), "the value of %s is not a finite number", who);
+            return -1;
+        }
+        *out = v;
+        return 0;
+    }
     const emn_expr *e = value_expr(b, in, f, 0, who, milli);
     if (!e) return -1;
-    double v;
     if (!emn_expr_is_const(e, &v)) {
         error(b, field_loc(f), "the value of %s must be a constant", who);
         return -1;
@@ -1109,10 +1135,16 @@ static int parse_source(emn_build *b, const inst *in, emn_field **f, int nf, con
         }
         if (g->kind == EMN_FIELD_WORD || g->kind == EMN_FIELD_EXPR) {
             bool want_dc = dc_word || (!src->has_dc && src->kind == EMN_WAVE_NONE);
-            const emn_expr *e = value_expr(b, in, g, ALLOW_TIME, who, NULL);
-            if (!e) return -1;
+            const emn_expr *e = NULL;
             double v;
-            bool cst = emn_expr_is_const(e, &v);
+            bool cst = true;
+            if (g->kind == EMN_FIELD_WORD) {    /* a number: no expression to build */
+                if (word_value(b, in, g, &v, NULL)) return -1;
+            } else {
+                e = value_expr(b, in, g, ALLOW_TIME, who, NULL);
+                if (!e) return -1;
+                cst = emn_expr_is_const(e, &v);
+            }
             if (cst && want_dc && !src->has_dc) {
                 if (!isfinite(v)) {
                     error(b, g->loc, "the value of %s is not a finite number", who);
@@ -1205,6 +1237,8 @@ static void add_element(emn_build *b, const inst *in, const card *k, int kind)
     e.loc = k->loc;
     eleminfo info = {0};
     info.disp = disp;
+    kinfo kin;
+    memset(&kin, 0, sizeof kin);
 
     int nn = terminals[kind].n;
     int want_values = kind == EMN_V || kind == EMN_I || kind == EMN_F ? 0 : 1;
@@ -1226,14 +1260,13 @@ static void add_element(emn_build *b, const inst *in, const card *k, int kind)
         const emn_field *f = k->f[i];
         if (kind == EMN_K) {
             char *n = full_elem_name(in, lower_tmp(b, f->loc));
-            info.kname[i] = emn_arena_strdup(b->ar, n);
-            info.kloc[i] = f->loc;
+            kin.kname[i] = emn_arena_strdup(b->ar, n);
+            kin.kloc[i] = f->loc;
             free(n);
             continue;
         }
         int node = node_of(b, in, lower_tmp(b, f->loc), f->loc, true);
         e.node[i] = node;
-        e.node_loc[i] = f->loc;
         use_node(b, node, terminals[kind].dom[i], disp, f->loc, false);
     }
     e.nnodes = nn;
@@ -1280,7 +1313,6 @@ static void add_element(emn_build *b, const inst *in, const card *k, int kind)
                 if (value_num(b, in, f->value, disp, &v, NULL) == 0) {
                     e.has_ic = true;
                     e.ic = v;
-                    e.ic_loc = field_loc(f->value);
                 }
             } else if (kind == EMN_S && strcmp(key, "x0") == 0) {
                 if (value_num(b, in, f->value, disp, &v, NULL) == 0) e.x0 = v;
@@ -1304,17 +1336,24 @@ static void add_element(emn_build *b, const inst *in, const card *k, int kind)
     unsigned allow = (kind == EMN_C || kind == EMN_L || kind == EMN_K || kind == EMN_J) ? ALLOW_X : 0;
     bool milli = false;
     e.value_loc = field_loc(valf);
-    const emn_expr *v = value_expr(b, in, valf, allow, disp, &milli);
-    if (!v) return;
+    const emn_expr *v = NULL;
     double x;
-    if (emn_expr_is_const(v, &x)) {
+    bool cst = true;
+    if (valf->kind == EMN_FIELD_WORD) {     /* a number: no expression to build */
+        if (word_value(b, in, valf, &x, &milli)) return;
+    } else {
+        v = value_expr(b, in, valf, allow, disp, &milli);
+        if (!v) return;
+        cst = emn_expr_is_const(v, &x);
+    }
+    if (cst) {
         if (!isfinite(x)) {
             error(b, e.value_loc, "the value of %s is not a finite number", disp);
             return;
         }
         if (!check_range(b, e.kind, x, e.value_loc, disp)) return;
         e.value = x;
-        if (kind == EMN_J) e.vexpr = v;
+        if (kind == EMN_J) e.vexpr = emn_expr_num(b->ar, x);
         if (kind == EMN_R && milli)
             emn_diag_warning(b->d, e.value_loc, "'m' means milli (1e-3); write 'meg' for 1e6");
     } else {
@@ -1325,6 +1364,7 @@ static void add_element(emn_build *b, const inst *in, const card *k, int kind)
     map_put(&b->elems, e.name, c->elems.n);
     EMN_PUSH(c->elems, e);
     EMN_PUSH(b->einfo, info);
+    if (kind == EMN_K) EMN_PUSH(b->kinfo, kin);
 }
 
 static void expand_body(emn_build *b, const inst *in, const cardlist *body);
@@ -1757,23 +1797,25 @@ static void do_ic(emn_build *b, const inst *in, const card *k)
 static void check_couplings(emn_build *b)
 {
     emn_circuit *c = b->c;
+    int q = 0;
     for (int i = 0; i < c->elems.n; i++) {
         emn_elem *e = &c->elems.v[i];
         if (e->kind != EMN_K) continue;
-        eleminfo *info = &b->einfo.v[i];
+        const eleminfo *info = &b->einfo.v[i];
+        const kinfo *ki = &b->kinfo.v[q++];
         for (int j = 0; j < 2; j++) {
-            int t = map_find(&b->elems, info->kname[j], strlen(info->kname[j]));
+            int t = map_find(&b->elems, ki->kname[j], strlen(ki->kname[j]));
             if (t < 0) {
-                error(b, info->kloc[j], "%s couples '%s', which is not an element", info->disp,
-                      lower_tmp(b, info->kloc[j]));
+                error(b, ki->kloc[j], "%s couples '%s', which is not an element", info->disp,
+                      lower_tmp(b, ki->kloc[j]));
             } else if (c->elems.v[t].kind != EMN_L) {
-                error(b, info->kloc[j], "%s couples %s, which is not an inductor", info->disp,
+                error(b, ki->kloc[j], "%s couples %s, which is not an inductor", info->disp,
                       b->einfo.v[t].disp);
             }
             e->ind[j] = t;
         }
         if (e->ind[0] >= 0 && e->ind[0] == e->ind[1])
-            error(b, info->kloc[1], "%s couples %s with itself", info->disp, b->einfo.v[e->ind[0]].disp);
+            error(b, ki->kloc[1], "%s couples %s with itself", info->disp, b->einfo.v[e->ind[0]].disp);
     }
 }
 
@@ -1982,6 +2024,7 @@ static emn_circuit *read_netlist(const char *path, const char *text, long len, e
     free(b.defs.v);
     free(b.ninfo.v);
     free(b.einfo.v);
+    free(b.kinfo.v);
     free(b.late.v);
     emn_buf_free(&b.scratch);
     free(b.depth.key);

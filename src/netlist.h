@@ -58,13 +58,15 @@ typedef struct emn_source {
     double cache_t, cache_int;
 } emn_source;
 
+/* One element.  A grid deck has 10^5 to 10^6 of them: every field here
+ * costs megabytes, so locations are kept only where a message after
+ * reading uses them. */
 typedef struct emn_elem {
     emn_kind kind;
+    int nnodes;
     const char *name;       /* lower case; "c.x1.c1" for C1 inside instance X1 (ngspice) */
     emn_loc loc;            /* the element name */
-    int nnodes;
     int node[4];            /* R C L V I: n+ n-; T: e+ e- m+ m-; M: m; S D F: m1 m2; J: m */
-    emn_loc node_loc[4];
     /* R C L: R, C, L; K: k; T: T; M: mass; S: stiffness; D: damping.
      * value is used when vexpr is NULL; vexpr is set only when the value
      * depends on x(...) (C(x), L(x), k(x)); it is then a function of the
@@ -74,7 +76,6 @@ typedef struct emn_elem {
     emn_loc value_loc;
     bool has_ic;            /* C: IC=v0 volts; L: IC=i0 amperes */
     double ic;
-    emn_loc ic_loc;
     double x0;              /* S: rest length X0 (0 if absent) */
     int ind[2];             /* K: element indices of the two inductors */
     emn_source src;         /* V, I, F */

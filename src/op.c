@@ -48,32 +48,42 @@ static void opsys_init(opsys *o, emn_form *f)
     int n = o->n = f->n;
     const emn_sparse *J = &f->J;
     emn_sparse_init(&o->K, 2 * n);
+    /* K's pattern follows from J's column by column, already sorted:
+     * column j holds J's column j (R1, z0) and the R2 row's proximal
+     * diagonal n + j; column n + j holds J's column j twice, as (R1, w)
+     * rows and shifted down as (R2, w) rows.  J has every diagonal, so
+     * (R1 j, w j) is one of its entries and K has every diagonal too. */
+    int *Kp = emn_xmalloc((2 * (size_t)n + 1) * sizeof(int));
+    int *Ki = emn_xmalloc((3 * (size_t)J->nnz + (size_t)n + 1) * sizeof(int));
     int *hz = emn_xmalloc((size_t)J->nnz * sizeof(int) + 1);
     int *hw = emn_xmalloc((size_t)J->nnz * sizeof(int) + 1);
     int *h2 = emn_xmalloc((size_t)J->nnz * sizeof(int) + 1);
-    for (int col = 0; col < n; col++)
-        for (int k = J->Ap[col]; k < J->Ap[col + 1]; k++) {
-            int row = J->Ai[k];
-            hz[k] = emn_sparse_reserve(&o->K, row, col);
-            hw[k] = emn_sparse_reserve(&o->K, row, n + col);
-            h2[k] = emn_sparse_reserve(&o->K, n + row, n + col);
-        }
     int *hd2 = emn_xmalloc((size_t)n * sizeof(int) + 1), *hd1 = emn_xmalloc((size_t)n * sizeof(int) + 1);
-    for (int j = 0; j < n; j++) {
-        hd2[j] = emn_sparse_reserve(&o->K, n + j, j);
-        hd1[j] = emn_sparse_reserve(&o->K, j, n + j);
+    int q = 0;
+    for (int col = 0; col < n; col++) {
+        Kp[col] = q;
+        for (int k = J->Ap[col]; k < J->Ap[col + 1]; k++) {
+            hz[k] = q;
+            Ki[q++] = J->Ai[k];
+        }
+        hd2[col] = q;
+        Ki[q++] = n + col;
     }
-    emn_sparse_finalize(&o->K);
+    for (int col = 0; col < n; col++) {
+        Kp[n + col] = q;
+        for (int k = J->Ap[col]; k < J->Ap[col + 1]; k++) {
+            if (J->Ai[k] == col) hd1[col] = q;
+            hw[k] = q;
+            Ki[q++] = J->Ai[k];
+        }
+        for (int k = J->Ap[col]; k < J->Ap[col + 1]; k++) {
+            h2[k] = q;
+            Ki[q++] = n + J->Ai[k];
+        }
+    }
+    Kp[2 * n] = q;
+    emn_sparse_adopt(&o->K, Kp, Ki);
     o->kz = hz; o->kw = hw; o->k2 = h2; o->kdiag2 = hd2; o->kdiag1 = hd1;
-    for (int k = 0; k < J->nnz; k++) {
-        hz[k] = emn_sparse_slot(&o->K, hz[k]);
-        hw[k] = emn_sparse_slot(&o->K, hw[k]);
-        h2[k] = emn_sparse_slot(&o->K, h2[k]);
-    }
-    for (int j = 0; j < n; j++) {
-        hd2[j] = emn_sparse_slot(&o->K, hd2[j]);
-        hd1[j] = emn_sparse_slot(&o->K, hd1[j]);
-    }
     size_t nz = (size_t)J->nnz + 1, nv = (size_t)n + 1;
     o->Pz = emn_xcalloc(nz, sizeof(double));
     o->Pw = emn_xcalloc(nz, sizeof(double));

@@ -607,6 +607,12 @@ static int initial_state(sim *S, const double *zop, const double *wop, double *z
     struct { int *v; int n, cap; } rows = {0};
     struct { double *v; int n, cap; } target = {0};
     bool any = false;
+    /* the couplings, listed once: scanning every element for them at
+     * every inductor is quadratic in a grid with many inductors */
+    struct { int *v; int n, cap; } kel = {0};
+    if (!S->charge)
+        for (int k = 0; k < c->elems.n; k++)
+            if (c->elems.v[k].kind == EMN_K) EMN_PUSH(kel, k);
     for (int e = 0; e < c->elems.n; e++) {
         const emn_elem *el = &c->elems.v[e];
         if (f->elem_branch_slot[e] < 0) continue;
@@ -623,9 +629,8 @@ static int initial_state(sim *S, const double *zop, const double *wop, double *z
                 continue;
             }
             double lam = el->has_ic ? elem_value(S, el) * el->ic : 0;
-            for (int k = 0; k < c->elems.n; k++) {     /* mutual flux */
-                const emn_elem *ke = &c->elems.v[k];
-                if (ke->kind != EMN_K) continue;
+            for (int q = 0; q < kel.n; q++) {       /* mutual flux */
+                const emn_elem *ke = &c->elems.v[kel.v[q]];
                 int other = ke->ind[0] == e ? ke->ind[1] : ke->ind[1] == e ? ke->ind[0] : -1;
                 if (other < 0 || !c->elems.v[other].has_ic) continue;
                 double M = elem_value(S, ke) * sqrt(elem_value(S, el) * elem_value(S, &c->elems.v[other]));
@@ -690,6 +695,7 @@ static int initial_state(sim *S, const double *zop, const double *wop, double *z
     }
     free(rows.v);
     free(target.v);
+    free(kel.v);
     /* slot values at z0 and the rates the ICs give */
     for (int sl = 0; sl < ns; sl++) {
         v0[sl] = emn_form_slot_value(f, sl, z0);

@@ -122,6 +122,26 @@ void emn_sparse_finalize(emn_sparse *A)
     A->ti.cap = A->tj.cap = 0;
 }
 
+void emn_sparse_adopt(emn_sparse *A, int *Ap, int *Ai)
+{
+    assert(!A->Ap && A->ti.n == 0 && "emn_sparse_adopt after reserve or finalize");
+    int n = A->n;
+#ifndef NDEBUG
+    for (int c = 0; c < n; c++) {
+        bool diag = false;
+        for (int k = Ap[c]; k < Ap[c + 1]; k++) {
+            assert(Ai[k] >= 0 && Ai[k] < n && (k == Ap[c] || Ai[k - 1] < Ai[k]));
+            diag |= Ai[k] == c;
+        }
+        assert(diag);
+    }
+#endif
+    A->Ap = Ap;
+    A->Ai = Ai;
+    A->nnz = Ap[n];
+    A->Ax = emn_xcalloc((size_t)(A->nnz ? A->nnz : 1), sizeof *A->Ax);
+}
+
 int emn_sparse_find(const emn_sparse *A, int i, int j)
 {
     if (!A->Ap || i < 0 || i >= A->n || j < 0 || j >= A->n) return -1;
@@ -167,7 +187,8 @@ struct emn_lu {
     emn_lu *share;          /* whose analysis this one uses, or NULL */
     bool sym_owned;         /* sym is this one's to free */
     klu_numeric *num;
-    /* the pattern sym was built for, and the values num factors */
+    /* the pattern sym was built for (kept by the owner of the analysis
+     * only), and the values num factors */
     int n, nnz;
     int *Ap, *Ai;
     double *Ax;
@@ -207,6 +228,11 @@ emn_lu *emn_lu_new_sharing(emn_lu *owner)
 
 static bool same_pattern(const emn_lu *lu, const emn_sparse *A)
 {
+    /* one that shares an analysis asks its owner, which keeps the copy: the
+     * integrator's sixteen cached factorizations of one pattern need one */
+    if (lu->share)
+        return lu->sym && lu->sym == lu->share->sym && lu->n == A->n && lu->nnz == A->nnz &&
+               same_pattern(lu->share, A);
     return lu->sym && lu->n == A->n && lu->nnz == A->nnz
         && memcmp(lu->Ap, A->Ap, ((size_t)A->n + 1) * sizeof *A->Ap) == 0
         && memcmp(lu->Ai, A->Ai, (size_t)A->nnz * sizeof *A->Ai) == 0;
@@ -227,16 +253,16 @@ static void analyze(emn_lu *lu, const emn_sparse *A)
     lu->n = A->n;
     lu->nnz = A->nnz;
     size_t np = (size_t)A->n + 1, nz = (size_t)(A->nnz ? A->nnz : 1);
-    lu->Ap = emn_xrealloc(lu->Ap, np * sizeof *lu->Ap);
-    lu->Ai = emn_xrealloc(lu->Ai, nz * sizeof *lu->Ai);
     lu->Ax = emn_xrealloc(lu->Ax, nz * sizeof *lu->Ax);
-    memcpy(lu->Ap, A->Ap, np * sizeof *lu->Ap);
-    memcpy(lu->Ai, A->Ai, (size_t)A->nnz * sizeof *lu->Ai);
     if (lu->share) {
         if (!same_pattern(lu->share, A)) analyze(lu->share, A);
         lu->sym = lu->share->sym;
         return;
     }
+    lu->Ap = emn_xrealloc(lu->Ap, np * sizeof *lu->Ap);
+    lu->Ai = emn_xrealloc(lu->Ai, nz * sizeof *lu->Ai);
+    memcpy(lu->Ap, A->Ap, np * sizeof *lu->Ap);
+    memcpy(lu->Ai, A->Ai, (size_t)A->nnz * sizeof *lu->Ai);
     lu->sym = klu_analyze(A->n, A->Ap, A->Ai, &lu->common);
     lu->sym_owned = true;
     lu->stats.analyses++;

@@ -36,6 +36,12 @@ int emn_sparse_reserve(emn_sparse *A, int i, int j);
 /* Build the pattern.  Every row and column gets a diagonal entry so that
  * the pattern is structurally usable even where values are zero. */
 void emn_sparse_finalize(emn_sparse *A);
+/* Instead of reserve and finalize: take a pattern already built, Ap (n+1)
+ * and Ai (Ap[n]) allocated with emn_xmalloc, rows strictly increasing in
+ * each column and every diagonal present (what finalize would have made).
+ * A then owns them; for patterns derived from another one, where sorting
+ * millions of triplets would only rediscover the order they came in. */
+void emn_sparse_adopt(emn_sparse *A, int *Ap, int *Ai);
 /* Slot of a handle, after finalize. */
 static inline int emn_sparse_slot(const emn_sparse *A, int handle) { return A->slot[handle]; }
 /* Slot of (i, j) by binary search, or -1 if not in the pattern. */
