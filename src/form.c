@@ -1050,61 +1050,63 @@ static int cmp_int(const void *a, const void *b)
 static void build_pattern(emn_form *f)
 {
     int n = f->n, nt = f->terms.n;
-    /* the terms touching each coordinate (each once), in CSR */
+    /* the terms touching each coordinate, each once: counted, then listed
+     * (tl[tp[j] .. tp[j+1]) are coordinate j's), last[j] the last term
+     * seen at j in this pass */
     int *tp = emn_xcalloc((size_t)n + 2, sizeof(int));
+    int *pos = emn_xmalloc(((size_t)n + 1) * sizeof(int));
     int *last = emn_xmalloc(((size_t)n + 1) * sizeof(int));
-    for (int j = 0; j < n; j++) last[j] = -1;
+    int *tl = NULL;
     for (int pass = 0; pass < 2; pass++) {
-        int *tl = pass ? emn_xmalloc(((size_t)tp[n] + 1) * sizeof(int)) : NULL;
-        int *pos = pass ? emn_xmalloc(((size_t)n + 1) * sizeof(int)) : NULL;
-        if (pass) memcpy(pos, tp, (size_t)n * sizeof(int));
+        for (int j = 0; j < n; j++) last[j] = -1;
         for (int i = 0; i < nt; i++) {
             const emn_term *tm = &f->terms.v[i];
             for (int a = 0; a < tm->m; a++) {
                 const emn_lmap *sa = &f->slots.v[tm->slot[a]];
                 for (int q = 0; q < sa->nc; q++) {
                     int j = sa->ci[q];
-                    if (last[j] == 2 * i + pass) continue;
-                    last[j] = 2 * i + pass;
+                    if (last[j] == i) continue;
+                    last[j] = i;
                     if (pass) tl[pos[j]++] = i;
                     else tp[j + 1]++;
                 }
             }
         }
-        if (!pass) {
-            for (int j = 0; j < n; j++) tp[j + 1] += tp[j];
-            continue;
-        }
-        free(pos);
-        /* column by column: mark the rows, then sort them */
-        int *Ap = emn_xmalloc(((size_t)n + 1) * sizeof(int));
-        struct { int *v; int n, cap; } Ai = {0};
-        for (int j = 0; j < n; j++) last[j] = -1;
-        for (int col = 0; col < n; col++) {
-            Ap[col] = Ai.n;
-            last[col] = col;
-            EMN_PUSH(Ai, col);
-            for (int k = tp[col]; k < tp[col + 1]; k++) {
-                const emn_term *tm = &f->terms.v[tl[k]];
-                for (int a = 0; a < tm->m; a++) {
-                    const emn_lmap *sa = &f->slots.v[tm->slot[a]];
-                    for (int q = 0; q < sa->nc; q++) {
-                        int r = sa->ci[q];
-                        if (last[r] == col) continue;
-                        last[r] = col;
-                        EMN_PUSH(Ai, r);
-                    }
+        if (pass) break;
+        for (int j = 0; j < n; j++) tp[j + 1] += tp[j];
+        memcpy(pos, tp, (size_t)n * sizeof(int));
+        tl = emn_xmalloc(((size_t)tp[n] + 1) * sizeof(int));
+    }
+    free(pos);
+    /* column by column: mark the coordinates of those terms (last[r] ==
+     * col), then sort them */
+    int *Ap = emn_xmalloc(((size_t)n + 1) * sizeof(int));
+    struct { int *v; int n, cap; } Ai = {0};
+    for (int j = 0; j < n; j++) last[j] = -1;
+    for (int col = 0; col < n; col++) {
+        Ap[col] = Ai.n;
+        last[col] = col;
+        EMN_PUSH(Ai, col);
+        for (int k = tp[col]; k < tp[col + 1]; k++) {
+            const emn_term *tm = &f->terms.v[tl[k]];
+            for (int a = 0; a < tm->m; a++) {
+                const emn_lmap *sa = &f->slots.v[tm->slot[a]];
+                for (int q = 0; q < sa->nc; q++) {
+                    int r = sa->ci[q];
+                    if (last[r] == col) continue;
+                    last[r] = col;
+                    EMN_PUSH(Ai, r);
                 }
             }
-            qsort(Ai.v + Ap[col], (size_t)(Ai.n - Ap[col]), sizeof(int), cmp_int);
         }
-        Ap[n] = Ai.n;
-        free(tl);
-        emn_sparse_init(&f->J, n);
-        emn_sparse_adopt(&f->J, Ap, emn_xrealloc(Ai.v, ((size_t)Ai.n + 1) * sizeof(int)));
+        qsort(Ai.v + Ap[col], (size_t)(Ai.n - Ap[col]), sizeof(int), cmp_int);
     }
+    Ap[n] = Ai.n;
+    free(tl);
     free(tp);
     free(last);
+    emn_sparse_init(&f->J, n);
+    emn_sparse_adopt(&f->J, Ap, emn_xrealloc(Ai.v, ((size_t)Ai.n + 1) * sizeof(int)));
 }
 
 static int check_storage(emn_form *f, emn_diag *d)

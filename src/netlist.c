@@ -88,6 +88,22 @@ static void map_put(strmap *m, const char *k, int v)
     m->val[i] = v;
 }
 
+/* Room for n keys without rehashing on the way. */
+static void map_reserve(strmap *m, int n)
+{
+    if (2 * (long)n <= m->cap) return;
+    strmap g = {0};
+    g.cap = 16;
+    while (g.cap < 2 * (long)n) g.cap *= 2;
+    g.key = emn_xcalloc((size_t)g.cap, sizeof *g.key);
+    g.val = emn_xcalloc((size_t)g.cap, sizeof *g.val);
+    for (int i = 0; i < m->cap; i++)
+        if (m->key[i]) map_put(&g, m->key[i], m->val[i]);
+    free(m->key);
+    free(m->val);
+    *m = g;
+}
+
 static void map_free(strmap *m)
 {
     free(m->key);
@@ -1950,6 +1966,16 @@ static void build_top(emn_build *b)
 {
     scope global = {0};
     inst top = {NULL, NULL, NULL, &global, 0};
+    /* a top-level card is usually one element: make room for them at
+     * once rather than by doubling (each step copies, rehashes and
+     * touches fresh memory; a grid deck has 10^5 to 10^6 cards) */
+    int ncards = 0;
+    for (const card *k = b->top.head; k; k = k->next)
+        if (emn_build_text(k->loc)[0] != '.' && ncards < INT_MAX / 4) ncards++;
+    if (ncards > b->max_cards) ncards = (int)b->max_cards;     /* no more get expanded */
+    EMN_GROW(b->c->elems, ncards);
+    EMN_GROW(b->einfo, ncards);
+    map_reserve(&b->elems, ncards);
     for (const card *k = b->top.head; k; k = k->next)
         if (emn_build_text(k->loc)[0] == '.' && control_kind(lower_tmp(b, k->loc)) == CTL_PARAM)
             do_param(b, &top, k, &global);

@@ -31,7 +31,7 @@ typedef struct opsys {
     int *kz, *kw, *k2;      /* per J slot: K slots of (R1, z0), (R1, w), (R2, w) */
     int *kdiag2;            /* per j: K slot of (R2 row j, z0_j) */
     int *kdiag1;            /* per j: K slot of (R1 row j, w_j) */
-    double *Pz, *Pw, *Fz, *Fw;
+    double *Pz, *Pw, *Fz, *Fw;  /* on J's pattern; NULL for a linear circuit (see entry()) */
     double *p, *F, *dp, *dF, *scale, *dFscale, *R, *X;
     const double *p0;       /* momenta to keep where nothing else fixes them */
     bool factored;          /* the matrix of a linear circuit is factored */
@@ -85,10 +85,12 @@ static void opsys_init(opsys *o, emn_form *f)
     emn_sparse_adopt(&o->K, Kp, Ki);
     o->kz = hz; o->kw = hw; o->k2 = h2; o->kdiag2 = hd2; o->kdiag1 = hd1;
     size_t nz = (size_t)J->nnz + 1, nv = (size_t)n + 1;
-    o->Pz = emn_xcalloc(nz, sizeof(double));
-    o->Pw = emn_xcalloc(nz, sizeof(double));
-    o->Fz = emn_xcalloc(nz, sizeof(double));
-    o->Fw = emn_xcalloc(nz, sizeof(double));
+    if (!emn_form_is_linear(f)) {
+        o->Pz = emn_xcalloc(nz, sizeof(double));
+        o->Pw = emn_xcalloc(nz, sizeof(double));
+        o->Fz = emn_xcalloc(nz, sizeof(double));
+        o->Fw = emn_xcalloc(nz, sizeof(double));
+    }
     o->p = emn_xcalloc(nv, sizeof(double));
     o->F = emn_xcalloc(nv, sizeof(double));
     o->dp = emn_xcalloc(nv, sizeof(double));
@@ -129,35 +131,64 @@ static int residual(opsys *o, const double *z, const double *w)
     return 0;
 }
 
+/* Entries q of the derivative matrices, column by column: for a linear
+ * circuit the formulation's constant entries where one of the four is
+ * nonzero (form.h, lin_*: the other entries of J are zero in all four
+ * and add nothing below), otherwise every entry of J as
+ * emn_form_derivatives filled it.  Sets the entry's index in J and the
+ * values dp/dz, dp/dw, dF/dz, dF/dw. */
+static int entries(const opsys *o) { return o->Pz ? o->f->J.nnz : o->f->lin_ptr[o->n]; }
+static int col_entry(const opsys *o, int col) { return o->Pz ? o->f->J.Ap[col] : o->f->lin_ptr[col]; }
+static inline int entry(const opsys *o, int q, double *pz, double *pw, double *fz, double *fw)
+{
+    if (o->Pz) {
+        *pz = o->Pz[q];
+        *pw = o->Pw[q];
+        *fz = o->Fz[q];
+        *fw = o->Fw[q];
+        return q;
+    }
+    const double *v = o->f->lin_v + 4 * (size_t)q;
+    *pz = v[0];
+    *pw = v[1];
+    *fz = v[2];
+    *fw = v[3];
+    return o->f->lin_slot[q];
+}
+
 /* Fill and factor the Newton matrix at (z, w). */
 static int matrix(opsys *o, const double *z, const double *w, int *bad_col)
 {
     int n = o->n;
     const emn_sparse *J = &o->f->J;
-    if (emn_form_derivatives(o->f, z, w, o->Pz, o->Pw, o->Fz, o->Fw)) return 1;
+    if (o->Pz && emn_form_derivatives(o->f, z, w, o->Pz, o->Pw, o->Fz, o->Fw)) return 1;
     emn_sparse_zero(&o->K);
     double *row1 = emn_xcalloc((size_t)n + 1, sizeof(double)), *rowp = emn_xcalloc((size_t)n + 1, sizeof(double));
     double *row2 = emn_xcalloc((size_t)n + 1, sizeof(double));
-    for (int k = 0; k < J->nnz; k++) {
+    int ne = entries(o);
+    for (int q = 0; q < ne; q++) {
+        double Pz, Pw, Fz, Fw;
+        int k = entry(o, q, &Pz, &Pw, &Fz, &Fw);
         int r = J->Ai[k];
-        o->K.Ax[o->kz[k]] += o->Fz[k];
-        o->K.Ax[o->kw[k]] += o->Fw[k] - o->Pz[k];
-        o->K.Ax[o->k2[k]] += o->Fz[k];
-        row1[r] = fmax(row1[r], fmax(fabs(o->Fz[k]), fabs(o->Fw[k] - o->Pz[k])));
-        rowp[r] = fmax(rowp[r], fmax(fabs(o->Pz[k]), fabs(o->Pw[k])));
-        row2[r] = fmax(row2[r], fabs(o->Fz[k]));
+        o->K.Ax[o->kz[k]] += Fz;
+        o->K.Ax[o->kw[k]] += Fw - Pz;
+        o->K.Ax[o->k2[k]] += Fz;
+        row1[r] = fmax(row1[r], fmax(fabs(Fz), fabs(Fw - Pz)));
+        rowp[r] = fmax(rowp[r], fmax(fabs(Pz), fabs(Pw)));
+        row2[r] = fmax(row2[r], fabs(Fz));
     }
     /* proximal terms */
-    for (int col = 0; col < n; col++)
-        for (int k = J->Ap[col]; k < J->Ap[col + 1]; k++) {
-            int r = J->Ai[k];
-            if (rowp[r] == 0) continue;
-            double eps = row1[r] > 0 ? 1e-10 * row1[r] / rowp[r] : 1 / rowp[r];
-            o->free1[r] = row1[r] == 0;
-            o->eps1[r] = eps;
-            o->K.Ax[o->kz[k]] += eps * o->Pz[k];
-            o->K.Ax[o->kw[k]] += eps * o->Pw[k];
-        }
+    for (int q = 0; q < ne; q++) {
+        double Pz, Pw, Fz, Fw;
+        int k = entry(o, q, &Pz, &Pw, &Fz, &Fw);
+        int r = J->Ai[k];
+        if (rowp[r] == 0) continue;
+        double eps = row1[r] > 0 ? 1e-10 * row1[r] / rowp[r] : 1 / rowp[r];
+        o->free1[r] = row1[r] == 0;
+        o->eps1[r] = eps;
+        o->K.Ax[o->kz[k]] += eps * Pz;
+        o->K.Ax[o->kw[k]] += eps * Pw;
+    }
     /* where a combination of coordinates is free (a node's flux against a
      * coil's displacement), the weights decide who absorbs it: a
      * mechanical coordinate keeps its place, an electrical flux or charge
@@ -310,10 +341,12 @@ static int vanishing_coordinate(opsys *o, const double *z, const double *w)
     /* coordinates no force depends on (a node's flux behind a capacitor)
      * have no value to lose: skip them */
     bool *held = emn_xcalloc((size_t)n + 1, sizeof(bool));
-    const emn_sparse *J = &o->f->J;
     for (int col2 = 0; col2 < n; col2++)
-        for (int k = J->Ap[col2]; k < J->Ap[col2 + 1]; k++)
-            if (o->Fz[k] != 0) held[col2] = true;
+        for (int q = col_entry(o, col2); q < col_entry(o, col2 + 1); q++) {
+            double Pz, Pw, Fz, Fw;
+            entry(o, q, &Pz, &Pw, &Fz, &Fw);
+            if (Fz != 0) held[col2] = true;
+        }
     /* each component relative to the size of coordinates of its kind (a
      * pendulum resting at zero is no less settled than a shaft at 1 rad);
      * a mechanical coordinate is named before an electrical one whenever
