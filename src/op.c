@@ -131,64 +131,85 @@ static int residual(opsys *o, const double *z, const double *w)
     return 0;
 }
 
-/* Entries q of the derivative matrices, column by column: for a linear
- * circuit the formulation's constant entries where one of the four is
- * nonzero (form.h, lin_*: the other entries of J are zero in all four
- * and add nothing below), otherwise every entry of J as
- * emn_form_derivatives filled it.  Sets the entry's index in J and the
- * values dp/dz, dp/dw, dF/dz, dF/dw. */
-static int entries(const opsys *o) { return o->Pz ? o->f->J.nnz : o->f->lin_ptr[o->n]; }
-static int col_entry(const opsys *o, int col) { return o->Pz ? o->f->J.Ap[col] : o->f->lin_ptr[col]; }
-static inline int entry(const opsys *o, int q, double *pz, double *pw, double *fz, double *fw)
+/* Stamp the Newton matrix's derivative part into K and the rows'
+ * largest magnitudes: row1 of R1's (dF/dz, dF/dw - dp/dz), rowp of the
+ * momenta's (dp/dz, dp/dw), row2 of R2's (dF/dz).  For a linear circuit
+ * the formulation's constant matrices are read in place (form.h, lin: the
+ * entries they leave out are zero in all four); otherwise the arrays
+ * emn_form_derivatives filled on J's whole pattern. */
+static void stamp(opsys *o, double *row1, double *rowp, double *row2)
 {
+    const emn_sparse *J = &o->f->J;
     if (o->Pz) {
-        *pz = o->Pz[q];
-        *pw = o->Pw[q];
-        *fz = o->Fz[q];
-        *fw = o->Fw[q];
-        return q;
+        for (int k = 0; k < J->nnz; k++) {
+            int r = J->Ai[k];
+            o->K.Ax[o->kz[k]] += o->Fz[k];
+            o->K.Ax[o->kw[k]] += o->Fw[k] - o->Pz[k];
+            o->K.Ax[o->k2[k]] += o->Fz[k];
+            rowp[r] = fmax(rowp[r], fmax(fabs(o->Pz[k]), fabs(o->Pw[k])));
+        }
+    } else {
+        const emn_csc *lin = o->f->lin;
+        for (int q = 0; q < 4; q++) {
+            const emn_csc *M = &lin[q];
+            for (int e = 0; e < M->ptr[o->n]; e++) {
+                int k = M->slot[e];
+                double v = M->val[e];
+                switch (q) {
+                case 0: o->K.Ax[o->kw[k]] -= v; break;                          /* dp/dz */
+                case 2: o->K.Ax[o->kz[k]] += v; o->K.Ax[o->k2[k]] += v; break; /* dF/dz */
+                case 3: o->K.Ax[o->kw[k]] += v; break;                          /* dF/dw */
+                default: break;
+                }
+                if (q < 2) rowp[M->row[e]] = fmax(rowp[M->row[e]], fabs(v));
+            }
+        }
     }
-    const double *v = o->f->lin_v + 4 * (size_t)q;
-    *pz = v[0];
-    *pw = v[1];
-    *fz = v[2];
-    *fw = v[3];
-    return o->f->lin_slot[q];
+    /* K's (R1, z0) and (R1, w) entries now hold dF/dz and dF/dw - dp/dz */
+    for (int k = 0; k < J->nnz; k++) {
+        int r = J->Ai[k];
+        double fz = fabs(o->K.Ax[o->kz[k]]);
+        row1[r] = fmax(row1[r], fmax(fz, fabs(o->K.Ax[o->kw[k]])));
+        row2[r] = fmax(row2[r], fz);
+    }
+}
+
+/* Proximal terms eps dp_j on R1 rows with momenta, by the same reading. */
+static void proximal(opsys *o, const double *row1, const double *rowp)
+{
+    const emn_sparse *J = &o->f->J;
+    for (int q = 0; q < (o->Pz ? 1 : 2); q++) {
+        const emn_csc *M = o->Pz ? NULL : &o->f->lin[q];
+        int ne = o->Pz ? J->nnz : M->ptr[o->n];
+        for (int e = 0; e < ne; e++) {
+            int k = M ? M->slot[e] : e;
+            int r = J->Ai[k];
+            if (rowp[r] == 0) continue;
+            double eps = row1[r] > 0 ? 1e-10 * row1[r] / rowp[r] : 1 / rowp[r];
+            o->free1[r] = row1[r] == 0;
+            o->eps1[r] = eps;
+            if (o->Pz) {
+                o->K.Ax[o->kz[k]] += eps * o->Pz[k];
+                o->K.Ax[o->kw[k]] += eps * o->Pw[k];
+            } else if (q == 0) {
+                o->K.Ax[o->kz[k]] += eps * M->val[e];
+            } else {
+                o->K.Ax[o->kw[k]] += eps * M->val[e];
+            }
+        }
+    }
 }
 
 /* Fill and factor the Newton matrix at (z, w). */
 static int matrix(opsys *o, const double *z, const double *w, int *bad_col)
 {
     int n = o->n;
-    const emn_sparse *J = &o->f->J;
     if (o->Pz && emn_form_derivatives(o->f, z, w, o->Pz, o->Pw, o->Fz, o->Fw)) return 1;
     emn_sparse_zero(&o->K);
     double *row1 = emn_xcalloc((size_t)n + 1, sizeof(double)), *rowp = emn_xcalloc((size_t)n + 1, sizeof(double));
     double *row2 = emn_xcalloc((size_t)n + 1, sizeof(double));
-    int ne = entries(o);
-    for (int q = 0; q < ne; q++) {
-        double Pz, Pw, Fz, Fw;
-        int k = entry(o, q, &Pz, &Pw, &Fz, &Fw);
-        int r = J->Ai[k];
-        o->K.Ax[o->kz[k]] += Fz;
-        o->K.Ax[o->kw[k]] += Fw - Pz;
-        o->K.Ax[o->k2[k]] += Fz;
-        row1[r] = fmax(row1[r], fmax(fabs(Fz), fabs(Fw - Pz)));
-        rowp[r] = fmax(rowp[r], fmax(fabs(Pz), fabs(Pw)));
-        row2[r] = fmax(row2[r], fabs(Fz));
-    }
-    /* proximal terms */
-    for (int q = 0; q < ne; q++) {
-        double Pz, Pw, Fz, Fw;
-        int k = entry(o, q, &Pz, &Pw, &Fz, &Fw);
-        int r = J->Ai[k];
-        if (rowp[r] == 0) continue;
-        double eps = row1[r] > 0 ? 1e-10 * row1[r] / rowp[r] : 1 / rowp[r];
-        o->free1[r] = row1[r] == 0;
-        o->eps1[r] = eps;
-        o->K.Ax[o->kz[k]] += eps * Pz;
-        o->K.Ax[o->kw[k]] += eps * Pw;
-    }
+    stamp(o, row1, rowp, row2);
+    proximal(o, row1, rowp);
     /* where a combination of coordinates is free (a node's flux against a
      * coil's displacement), the weights decide who absorbs it: a
      * mechanical coordinate keeps its place, an electrical flux or charge
@@ -341,12 +362,10 @@ static int vanishing_coordinate(opsys *o, const double *z, const double *w)
     /* coordinates no force depends on (a node's flux behind a capacitor)
      * have no value to lose: skip them */
     bool *held = emn_xcalloc((size_t)n + 1, sizeof(bool));
+    const emn_sparse *J = &o->f->J;
     for (int col2 = 0; col2 < n; col2++)
-        for (int q = col_entry(o, col2); q < col_entry(o, col2 + 1); q++) {
-            double Pz, Pw, Fz, Fw;
-            entry(o, q, &Pz, &Pw, &Fz, &Fw);
-            if (Fz != 0) held[col2] = true;
-        }
+        for (int k = J->Ap[col2]; k < J->Ap[col2 + 1]; k++)
+            if (o->K.Ax[o->k2[k]] != 0) held[col2] = true;     /* dF/dz, as matrix() stamped it */
     /* each component relative to the size of coordinates of its kind (a
      * pendulum resting at zero is no less settled than a shaft at 1 rad);
      * a mechanical coordinate is named before an electrical one whenever
