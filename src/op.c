@@ -47,12 +47,29 @@ static void opsys_init(opsys *o, emn_form *f)
     o->f = f;
     int n = o->n = f->n;
     const emn_sparse *J = &f->J;
+    bool linear = emn_form_is_linear(f);
     emn_sparse_init(&o->K, 2 * n);
-    /* K's pattern follows from J's column by column, already sorted:
-     * column j holds J's column j (R1, z0) and the R2 row's proximal
-     * diagonal n + j; column n + j holds J's column j twice, as (R1, w)
-     * rows and shifted down as (R2, w) rows.  J has every diagonal, so
-     * (R1 j, w j) is one of its entries and K has every diagonal too. */
+    /* Which of dp/dz, dp/dw, dF/dz, dF/dw (bits 0..3) can be nonzero at
+     * each of J's slots: for a linear circuit, where the constant
+     * matrices have an entry; otherwise anywhere on J's pattern.  K holds
+     * only the entries these can reach: a grid without coils has no
+     * dF/dz, so its R2 rows keep only their proximal diagonals and
+     * factoring K costs what the node equations cost. */
+    unsigned char *has = emn_xcalloc((size_t)J->nnz + 1, 1);
+    for (int q = 0; q < 4; q++) {
+        const emn_csc *M = &f->lin[q];
+        if (linear) for (int e = 0; e < M->ptr[n]; e++) has[M->slot[e]] |= (unsigned char)(1u << q);
+    }
+    if (!linear) memset(has, 15, (size_t)J->nnz);
+    /* K's rows are R2's (0..n-1) then R1's (n..2n-1), so that its
+     * diagonal is R2's proximal term on z0 and R1's on w, both always
+     * present, and KLU's block triangular form can split off what does
+     * not couple.  Its pattern follows from J's column by column, already
+     * sorted: column j holds R2's proximal diagonal j and, shifted down,
+     * the (R1, z0) entries of J's column j (dF/dz, and the proximal
+     * eps dp/dz); column n + j the (R2, w) entries (dF/dz) and, shifted
+     * down, the (R1, w) ones (dF/dw - dp/dz, the proximal eps dp/dw, and
+     * always the diagonal).  A slot with no entry of a block gets -1. */
     int *Kp = emn_xmalloc((2 * (size_t)n + 1) * sizeof(int));
     int *Ki = emn_xmalloc((3 * (size_t)J->nnz + (size_t)n + 1) * sizeof(int));
     int *hz = emn_xmalloc((size_t)J->nnz * sizeof(int) + 1);
@@ -62,30 +79,32 @@ static void opsys_init(opsys *o, emn_form *f)
     int q = 0;
     for (int col = 0; col < n; col++) {
         Kp[col] = q;
-        for (int k = J->Ap[col]; k < J->Ap[col + 1]; k++) {
-            hz[k] = q;
-            Ki[q++] = J->Ai[k];
-        }
         hd2[col] = q;
-        Ki[q++] = n + col;
+        Ki[q++] = col;
+        for (int k = J->Ap[col]; k < J->Ap[col + 1]; k++) {
+            hz[k] = has[k] & 5 ? q : -1;
+            if (has[k] & 5) Ki[q++] = n + J->Ai[k];
+        }
     }
     for (int col = 0; col < n; col++) {
         Kp[n + col] = q;
         for (int k = J->Ap[col]; k < J->Ap[col + 1]; k++) {
-            if (J->Ai[k] == col) hd1[col] = q;
-            hw[k] = q;
-            Ki[q++] = J->Ai[k];
+            h2[k] = has[k] & 4 ? q : -1;
+            if (has[k] & 4) Ki[q++] = J->Ai[k];
         }
         for (int k = J->Ap[col]; k < J->Ap[col + 1]; k++) {
-            h2[k] = q;
-            Ki[q++] = n + J->Ai[k];
+            bool diag = J->Ai[k] == col;
+            hw[k] = has[k] & 11 || diag ? q : -1;
+            if (diag) hd1[col] = q;
+            if (has[k] & 11 || diag) Ki[q++] = n + J->Ai[k];
         }
     }
+    free(has);
     Kp[2 * n] = q;
     emn_sparse_adopt(&o->K, Kp, Ki);
     o->kz = hz; o->kw = hw; o->k2 = h2; o->kdiag2 = hd2; o->kdiag1 = hd1;
     size_t nz = (size_t)J->nnz + 1, nv = (size_t)n + 1;
-    if (!emn_form_is_linear(f)) {
+    if (!linear) {
         o->Pz = emn_xcalloc(nz, sizeof(double));
         o->Pw = emn_xcalloc(nz, sizeof(double));
         o->Fz = emn_xcalloc(nz, sizeof(double));
@@ -168,8 +187,9 @@ static void stamp(opsys *o, double *row1, double *rowp, double *row2)
     /* K's (R1, z0) and (R1, w) entries now hold dF/dz and dF/dw - dp/dz */
     for (int k = 0; k < J->nnz; k++) {
         int r = J->Ai[k];
-        double fz = fabs(o->K.Ax[o->kz[k]]);
-        row1[r] = fmax(row1[r], fmax(fz, fabs(o->K.Ax[o->kw[k]])));
+        double fz = o->kz[k] >= 0 ? fabs(o->K.Ax[o->kz[k]]) : 0;
+        double fw = o->kw[k] >= 0 ? fabs(o->K.Ax[o->kw[k]]) : 0;
+        row1[r] = fmax(row1[r], fmax(fz, fw));
         row2[r] = fmax(row2[r], fz);
     }
 }
@@ -229,6 +249,18 @@ static int matrix(opsys *o, const double *z, const double *w, int *bad_col)
         return 1;
     }
     return 0;
+}
+
+/* x = K^-1 b for b in the residual's order (R1's rows, then R2's):
+ * K keeps them the other way round. */
+static void solve(opsys *o, double *b)
+{
+    for (int j = 0; j < o->n; j++) {
+        double t = b[j];
+        b[j] = b[o->n + j];
+        b[o->n + j] = t;
+    }
+    emn_lu_solve(o->lu, b);
 }
 
 /* Converged when every residual is small: R1 against the momenta and
@@ -319,7 +351,7 @@ static int newton(opsys *o, double reltol, double *z, double *w, int maxit, int 
             break;
         }
         for (int k = 0; k < 2 * n; k++) dx[k] = -o->R[k];
-        emn_lu_solve(o->lu, dx);
+        solve(o, dx);
         st->iterations++;
         bool finite = true;
         for (int j = 0; j < 2 * n; j++) if (!isfinite(dx[j])) finite = false;
@@ -353,7 +385,7 @@ static int vanishing_coordinate(opsys *o, const double *z, const double *w)
     double *v = emn_xmalloc(2 * ((size_t)n + 1) * sizeof(double));
     for (int k = 0; k < 2 * n; k++) v[k] = 1;
     for (int it = 0; it < 4; it++) {
-        emn_lu_solve(o->lu, v);
+        solve(o, v);
         double big = 0;
         for (int k = 0; k < 2 * n; k++) big = fmax(big, fabs(v[k]));
         if (!(big > 0) || !isfinite(big)) break;
@@ -365,7 +397,7 @@ static int vanishing_coordinate(opsys *o, const double *z, const double *w)
     const emn_sparse *J = &o->f->J;
     for (int col2 = 0; col2 < n; col2++)
         for (int k = J->Ap[col2]; k < J->Ap[col2 + 1]; k++)
-            if (o->K.Ax[o->k2[k]] != 0) held[col2] = true;     /* dF/dz, as matrix() stamped it */
+            if (o->k2[k] >= 0 && o->K.Ax[o->k2[k]] != 0) held[col2] = true;     /* dF/dz, as matrix() stamped it */
     /* each component relative to the size of coordinates of its kind (a
      * pendulum resting at zero is no less settled than a shaft at 1 rad);
      * a mechanical coordinate is named before an electrical one whenever
