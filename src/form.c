@@ -1009,18 +1009,23 @@ static void stamp_linear(emn_form *f, emn_term *tm, trip *pts, trip *fts)
             double pv = emn_expr_eval(t->pv[a * m + b], loc), pu = emn_expr_eval(t->pu[a * m + b], loc);
             double Fv = emn_expr_eval(t->Fv[a * m + b], loc), Fu = emn_expr_eval(t->Fu[a * m + b], loc);
             if (pv == 0 && pu == 0 && Fv == 0 && Fu == 0) continue;
-            for (int qa = 0; qa < sa->nc; qa++) {
-                int j = sa->ci[qa];
-                double ca = sa->c[qa];
-                for (int qb = 0; qb < sb->nc; qb++) {
-                    int slot = emn_sparse_find(&f->J, j, sb->ci[qb]);
-                    double cc = ca * sb->c[qb];
+            /* column by column: a long loop's block of entries then
+             * lands in one stretch of lin_v at a time */
+            for (int qb = 0; qb < sb->nc; qb++) {
+                double cb = sb->c[qb];
+                for (int qa = 0; qa < sa->nc; qa++) {
+                    int slot = emn_sparse_find(&f->J, sa->ci[qa], sb->ci[qb]);
+                    double cc = sa->c[qa] * cb;
                     double *A = f->lin_v + 4 * (size_t)slot;
                     A[0] += cc * pv;
                     A[1] += cc * pu;
                     A[2] += cc * Fv;
                     A[3] += cc * Fu;
                 }
+            }
+            for (int qa = 0; qa < sa->nc; qa++) {
+                int j = sa->ci[qa];
+                double ca = sa->c[qa];
                 for (int qb = 0; qb < sb->nd; qb++) {
                     int s = sb->di[qb];
                     double cd = ca * sb->d[qb];
@@ -1032,6 +1037,50 @@ static void stamp_linear(emn_form *f, emn_term *tm, trip *pts, trip *fts)
             }
         }
     }
+}
+
+/* Sum the entries of t that share a row and a column (of ncol): in the
+ * charge formulation every resistor along a source's path stamps the
+ * same loop-source pair, and a power grid's couplings would otherwise be
+ * summed anew, entry by entry, at every time point.  The result is
+ * ordered by column. */
+static void merge_trip(trip *t, int nrow, int ncol)
+{
+    int n = t->row.n;
+    if (n < 2) return;
+    int *start = emn_xcalloc((size_t)ncol + 2, sizeof(int));
+    for (int k = 0; k < n; k++) start[t->col.v[k] + 1]++;
+    for (int c = 0; c < ncol; c++) start[c + 1] += start[c];
+    int *order = emn_xmalloc((size_t)n * sizeof(int));
+    for (int k = 0; k < n; k++) order[start[t->col.v[k]]++] = k;
+    int *at = emn_xmalloc(((size_t)nrow + 1) * sizeof(int));
+    for (int r = 0; r < nrow; r++) at[r] = -1;
+    int *row = emn_xmalloc((size_t)n * sizeof(int)), *col = emn_xmalloc((size_t)n * sizeof(int));
+    double *val = emn_xmalloc((size_t)n * sizeof(double));
+    int m = 0, from = 0;
+    for (int c = 0; c < ncol; c++) {
+        int first = m;      /* this column's merged entries start here */
+        for (; from < start[c]; from++) {
+            int k = order[from], r = t->row.v[k];
+            if (at[r] >= first) {
+                val[at[r]] += t->val.v[k];
+            } else {
+                at[r] = m;
+                row[m] = r;
+                col[m] = c;
+                val[m++] = t->val.v[k];
+            }
+        }
+    }
+    free(start);
+    free(order);
+    free(at);
+    free(t->row.v); free(t->col.v); free(t->val.v);
+    t->row.v = emn_xrealloc(row, (size_t)m * sizeof(int) + 1);
+    t->col.v = emn_xrealloc(col, (size_t)m * sizeof(int) + 1);
+    t->val.v = emn_xrealloc(val, (size_t)m * sizeof(double) + 1);
+    t->row.n = t->col.n = t->val.n = m;
+    t->row.cap = t->col.cap = t->val.cap = m;
 }
 
 static int cmp_int(const void *a, const void *b)
@@ -1297,6 +1346,8 @@ emn_form *emn_form_build(const emn_circuit *c, emn_form_kind kind, emn_diag *d)
         nloc += 2 * f->terms.v[nl.v[i]].m + NPARAM + 2;
     }
     f->tloc = emn_xcalloc((size_t)nloc + 1, sizeof(double));
+    merge_trip(&pts, f->n, 2 * f->nsrc);
+    merge_trip(&fts, f->n, 2 * f->nsrc);
     f->pts.row = pts.row.v; f->pts.col = pts.col.v; f->pts.val = pts.val.v; f->pts.n = pts.row.n;
     f->fts.row = fts.row.v; f->fts.col = fts.col.v; f->fts.val = fts.val.v; f->fts.n = fts.row.n;
 
