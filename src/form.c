@@ -1009,18 +1009,17 @@ static void stamp_linear(emn_form *f, emn_term *tm, trip *pts, trip *fts)
             double pv = emn_expr_eval(t->pv[a * m + b], loc), pu = emn_expr_eval(t->pu[a * m + b], loc);
             double Fv = emn_expr_eval(t->Fv[a * m + b], loc), Fu = emn_expr_eval(t->Fu[a * m + b], loc);
             if (pv == 0 && pu == 0 && Fv == 0 && Fu == 0) continue;
-            /* column by column: a long loop's block of entries then
-             * lands in one stretch of lin_v at a time */
+            /* column by column, and only into the matrices this pair
+             * has entries in (a resistor's dF/dw alone): a long loop's
+             * block then lands in few stretches of memory */
+            const double d[4] = {pv, pu, Fv, Fu};
             for (int qb = 0; qb < sb->nc; qb++) {
                 double cb = sb->c[qb];
                 for (int qa = 0; qa < sa->nc; qa++) {
                     int slot = emn_sparse_find(&f->J, sa->ci[qa], sb->ci[qb]);
                     double cc = sa->c[qa] * cb;
-                    double *A = f->lin_v + 4 * (size_t)slot;
-                    A[0] += cc * pv;
-                    A[1] += cc * pu;
-                    A[2] += cc * Fv;
-                    A[3] += cc * Fu;
+                    for (int q = 0; q < 4; q++)
+                        if (d[q] != 0) f->lin_v[q][slot] += cc * d[q];
                 }
             }
             for (int qa = 0; qa < sa->nc; qa++) {
@@ -1303,9 +1302,10 @@ emn_form *emn_form_build(const emn_circuit *c, emn_form_kind kind, emn_diag *d)
 
     build_pattern(f);
     int nnz = f->J.nnz;
-    /* the four constant matrices, interleaved on J's entries while the
-     * linear terms are summed, then compressed in place */
-    f->lin_v = emn_xcalloc(4 * (size_t)nnz + 1, sizeof(double));
+    /* the four constant matrices, each on J's entries while the linear
+     * terms are summed, then compressed (a matrix no term reaches is
+     * never touched: calloc's pages stay unmapped) */
+    for (int q = 0; q < 4; q++) f->lin_v[q] = emn_xcalloc((size_t)nnz + 1, sizeof(double));
     f->p0 = emn_xcalloc((size_t)f->n + 1, sizeof(double));
     f->f0 = emn_xcalloc((size_t)f->n + 1, sizeof(double));
     f->pt = emn_xcalloc((size_t)f->n + 1, sizeof(double));
@@ -1358,7 +1358,8 @@ emn_form *emn_form_build(const emn_circuit *c, emn_form_kind kind, emn_diag *d)
     for (int q = 0; q < 4; q++) {
         emn_csc *m = &f->lin[q];
         int cnt = 0;
-        for (int k = 0; k < nnz; k++) if (f->lin_v[4 * (size_t)k + q] != 0) cnt++;
+        const double *lv = f->lin_v[q];
+        for (int k = 0; k < nnz; k++) if (lv[k] != 0) cnt++;
         m->ptr = emn_xcalloc((size_t)f->n + 1, sizeof(int));
         m->row = emn_xmalloc((size_t)cnt * sizeof(int) + 1);
         m->slot = emn_xmalloc((size_t)cnt * sizeof(int) + 1);
@@ -1366,7 +1367,7 @@ emn_form *emn_form_build(const emn_circuit *c, emn_form_kind kind, emn_diag *d)
         cnt = 0;
         for (int col = 0; col < f->n; col++) {
             for (int k = f->J.Ap[col]; k < f->J.Ap[col + 1]; k++) {
-                double v = f->lin_v[4 * (size_t)k + q];
+                double v = lv[k];
                 if (v == 0) continue;
                 m->row[cnt] = f->J.Ai[k];
                 m->slot[cnt] = k;
@@ -1380,8 +1381,10 @@ emn_form *emn_form_build(const emn_circuit *c, emn_form_kind kind, emn_diag *d)
             if (m->ptr[col + 1] > m->ptr[col]) m->cols[m->ncols++] = col;
     }
 
-    free(f->lin_v);     /* the stamps: only the compressed matrices are kept */
-    f->lin_v = NULL;
+    for (int q = 0; q < 4; q++) {     /* the stamps: only the compressed matrices are kept */
+        free(f->lin_v[q]);
+        f->lin_v[q] = NULL;
+    }
 
     /* which sources' integrals are used: a time coupling of a linear term,
      * an offset of a branch or node, or a nonlinear term's source slot */
@@ -1430,7 +1433,8 @@ void emn_form_free(emn_form **pf)
         free(f->lin[q].ptr); free(f->lin[q].row); free(f->lin[q].val); free(f->lin[q].cols);
         free(f->lin[q].slot);
     }
-    free(f->lin_v); free(f->need_int);
+    for (int q = 0; q < 4; q++) free(f->lin_v[q]);
+    free(f->need_int);
     emn_arena_free(&f->ar);
     free(f);
     *pf = NULL;
