@@ -1082,12 +1082,6 @@ static void merge_trip(trip *t, int nrow, int ncol)
     t->row.cap = t->col.cap = t->val.cap = m;
 }
 
-static int cmp_int(const void *a, const void *b)
-{
-    int x = *(const int *)a, y = *(const int *)b;
-    return (x > y) - (x < y);
-}
-
 /* J's pattern: every coordinate pair that shares a term, and the
  * diagonal.  Column j is the union of the coordinates of the terms that
  * touch j, which is what reserving every pair would give after
@@ -1127,7 +1121,10 @@ static void build_pattern(emn_form *f)
     }
     free(pos);
     /* column by column: mark the coordinates of those terms (last[r] ==
-     * col), then sort them */
+     * col); then sort every column at once by transposing (the pattern
+     * is symmetric: r is in column j exactly when j is in column r, so
+     * row r of the transpose, filled column by column in order, is
+     * column r sorted) */
     int *Ap = emn_xmalloc(((size_t)n + 1) * sizeof(int));
     struct { int *v; int n, cap; } Ai = {0};
     for (int j = 0; j < n; j++) last[j] = -1;
@@ -1147,14 +1144,18 @@ static void build_pattern(emn_form *f)
                 }
             }
         }
-        qsort(Ai.v + Ap[col], (size_t)(Ai.n - Ap[col]), sizeof(int), cmp_int);
     }
     Ap[n] = Ai.n;
     free(tl);
     free(tp);
+    int *Bi = emn_xmalloc(((size_t)Ai.n + 1) * sizeof(int));
+    memcpy(last, Ap, (size_t)n * sizeof(int));     /* next free place in each column */
+    for (int col = 0; col < n; col++)
+        for (int k = Ap[col]; k < Ap[col + 1]; k++) Bi[last[Ai.v[k]]++] = col;
+    free(Ai.v);
     free(last);
     emn_sparse_init(&f->J, n);
-    emn_sparse_adopt(&f->J, Ap, emn_xrealloc(Ai.v, ((size_t)Ai.n + 1) * sizeof(int)));
+    emn_sparse_adopt(&f->J, Ap, Bi);
 }
 
 static int check_storage(emn_form *f, emn_diag *d)
