@@ -23,6 +23,7 @@
 
 #include <limits.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -1084,6 +1085,250 @@ double emn_tape_eval(const emn_tape *t, const double *vars)
         }
     }
     return sp == 1 ? st[0] : NAN;
+}
+
+
+/* --------------------------------------------------------------- programs */
+
+/* One instruction: register d = op(register a, register b); b is unused by
+ * the unary operations.  Registers are written once each, in order. */
+typedef struct prog_insn {
+    tape_op op;
+    int fn;             /* T_CALL1: function */
+    int a, b, d;
+    double num;         /* T_POWK: exponent */
+} prog_insn;
+
+struct emn_prog {
+    prog_insn *v;       /* in EMN_PUSH's layout */
+    int n, cap;
+    int nvar;           /* registers 0 .. nvar-1 hold the variables */
+    int nreg;
+    double *reg;        /* the register file; constants stay in it */
+    int nout, *out;     /* the registers of the results */
+};
+
+/* Compilation: every distinct computation once.  `seen` maps expression
+ * nodes already compiled to their registers (derivatives share subtrees),
+ * `cse` maps (op, fn, a, b, num) to the instruction that computes it. */
+typedef struct prog_build {
+    emn_prog *p;
+    struct { double *v; int n, cap; } reg;     /* initial register values */
+    const emn_expr **seen_key;
+    int *seen_reg, seen_cap, seen_n;
+    int *cse, cse_cap;                          /* instruction indices, -1 empty */
+    int *consts, nconst;                        /* registers holding constants */
+} prog_build;
+
+static uint64_t mix64(uint64_t h)
+{
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    return h;
+}
+
+static int new_reg(prog_build *pb, double init)
+{
+    EMN_PUSH(pb->reg, init);
+    return pb->reg.n - 1;
+}
+
+static int seen_find(const prog_build *pb, const emn_expr *e)
+{
+    if (!pb->seen_cap) return -1;
+    size_t mask = (size_t)pb->seen_cap - 1;
+    for (size_t i = mix64((uint64_t)(uintptr_t)e) & mask;; i = (i + 1) & mask) {
+        if (!pb->seen_key[i]) return -1;
+        if (pb->seen_key[i] == e) return pb->seen_reg[i];
+    }
+}
+
+static void seen_put(prog_build *pb, const emn_expr *e, int r)
+{
+    if (2 * (pb->seen_n + 1) > pb->seen_cap) {
+        prog_build g = *pb;
+        g.seen_cap = pb->seen_cap ? 2 * pb->seen_cap : 64;
+        g.seen_n = 0;
+        g.seen_key = emn_xcalloc((size_t)g.seen_cap, sizeof *g.seen_key);
+        g.seen_reg = emn_xmalloc((size_t)g.seen_cap * sizeof *g.seen_reg);
+        for (int i = 0; i < pb->seen_cap; i++)
+            if (pb->seen_key[i]) seen_put(&g, pb->seen_key[i], pb->seen_reg[i]);
+        free(pb->seen_key);
+        free(pb->seen_reg);
+        pb->seen_key = g.seen_key;
+        pb->seen_reg = g.seen_reg;
+        pb->seen_cap = g.seen_cap;
+    }
+    size_t mask = (size_t)pb->seen_cap - 1;
+    size_t i = mix64((uint64_t)(uintptr_t)e) & mask;
+    while (pb->seen_key[i]) i = (i + 1) & mask;
+    pb->seen_key[i] = e;
+    pb->seen_reg[i] = r;
+    pb->seen_n++;
+}
+
+static uint64_t insn_hash(const prog_insn *in)
+{
+    uint64_t nb;
+    memcpy(&nb, &in->num, sizeof nb);
+    uint64_t h = mix64(((uint64_t)in->op << 40) ^ ((uint64_t)in->fn << 32) ^ (uint64_t)(uint32_t)in->a);
+    h = mix64(h ^ (uint64_t)(uint32_t)in->b);
+    return mix64(h ^ nb);
+}
+
+static bool insn_same(const prog_insn *x, const prog_insn *y)
+{
+    return x->op == y->op && x->fn == y->fn && x->a == y->a && x->b == y->b &&
+           memcmp(&x->num, &y->num, sizeof x->num) == 0;
+}
+
+/* The register computing `in`, emitting it unless an equal one exists. */
+static int emit_insn(prog_build *pb, prog_insn in)
+{
+    emn_prog *p = pb->p;
+    if (2 * (p->n + 1) > pb->cse_cap) {
+        free(pb->cse);
+        pb->cse_cap = pb->cse_cap ? 2 * pb->cse_cap : 64;
+        pb->cse = emn_xmalloc((size_t)pb->cse_cap * sizeof *pb->cse);
+        for (int i = 0; i < pb->cse_cap; i++) pb->cse[i] = -1;
+        size_t mask = (size_t)pb->cse_cap - 1;
+        for (int k = 0; k < p->n; k++) {
+            size_t i = insn_hash(&p->v[k]) & mask;
+            while (pb->cse[i] >= 0) i = (i + 1) & mask;
+            pb->cse[i] = k;
+        }
+    }
+    size_t mask = (size_t)pb->cse_cap - 1;
+    size_t i = insn_hash(&in) & mask;
+    for (; pb->cse[i] >= 0; i = (i + 1) & mask)
+        if (insn_same(&p->v[pb->cse[i]], &in)) return p->v[pb->cse[i]].d;
+    in.d = new_reg(pb, 0);
+    pb->cse[i] = p->n;
+    EMN_PUSH(*p, in);
+    return in.d;
+}
+
+/* Constants are registers set once, at compilation; equal ones (bit for
+ * bit) share one, so that 2*x written twice is one computation. */
+static int const_reg(prog_build *pb, double v)
+{
+    for (int k = 0; k < pb->nconst; k++)
+        if (memcmp(&pb->reg.v[pb->consts[k]], &v, sizeof v) == 0) return pb->consts[k];
+    int r = new_reg(pb, v);
+    if (pb->nconst % 16 == 0) pb->consts = emn_xrealloc(pb->consts, (size_t)(pb->nconst + 16) * sizeof(int));
+    pb->consts[pb->nconst++] = r;
+    return r;
+}
+
+static int prog_node(prog_build *pb, const emn_expr *e);
+
+static int binary(prog_build *pb, tape_op op, int a, int b)
+{
+    /* x + y and x * y are the same IEEE operation either way round */
+    if ((op == T_ADD || op == T_MUL) && a > b) {
+        int t = a;
+        a = b;
+        b = t;
+    }
+    return emit_insn(pb, (prog_insn){op, 0, a, b, 0, 0});
+}
+
+static int prog_node_new(prog_build *pb, const emn_expr *e)
+{
+    static const tape_op ops[] = {[EMN_EX_ADD] = T_ADD, [EMN_EX_SUB] = T_SUB, [EMN_EX_MUL] = T_MUL,
+                                  [EMN_EX_DIV] = T_DIV, [EMN_EX_POW] = T_POW};
+    switch (e->op) {
+    case EMN_EX_NUM: return const_reg(pb, e->num);
+    case EMN_EX_VAR: return e->var < pb->p->nvar ? e->var : const_reg(pb, NAN);
+    case EMN_EX_NAME:
+    case EMN_EX_XREF: return const_reg(pb, NAN);
+    case EMN_EX_NEG: return emit_insn(pb, (prog_insn){T_NEG, 0, prog_node(pb, e->a), -1, 0, 0});
+    case EMN_EX_CALL:
+        if (e->fn == EMN_FN_ATAN2 && e->nargs == 2)
+            return binary(pb, T_ATAN2, prog_node(pb, e->args[0]), prog_node(pb, e->args[1]));
+        if ((e->fn == EMN_FN_MIN || e->fn == EMN_FN_MAX) && e->nargs >= 1) {
+            int r = prog_node(pb, e->args[0]);
+            for (int i = 1; i < e->nargs; i++)
+                r = binary(pb, e->fn == EMN_FN_MIN ? T_MIN2 : T_MAX2, r, prog_node(pb, e->args[i]));
+            return r;
+        }
+        if (e->nargs == 1) return emit_insn(pb, (prog_insn){T_CALL1, e->fn, prog_node(pb, e->args[0]), -1, 0, 0});
+        if (e->fn == EMN_FN_POW && e->nargs == 2)
+            return binary(pb, T_POW, prog_node(pb, e->args[0]), prog_node(pb, e->args[1]));
+        return const_reg(pb, NAN);      /* malformed call: NaN like the tree */
+    default:
+        if (e->op == EMN_EX_POW && e->b->op == EMN_EX_NUM && small_power(e->b->num))
+            return emit_insn(pb, (prog_insn){T_POWK, 0, prog_node(pb, e->a), -1, 0, e->b->num});
+        return binary(pb, ops[e->op], prog_node(pb, e->a), prog_node(pb, e->b));
+    }
+}
+
+static int prog_node(prog_build *pb, const emn_expr *e)
+{
+    int r = seen_find(pb, e);
+    if (r < 0) {
+        r = prog_node_new(pb, e);
+        seen_put(pb, e, r);
+    }
+    return r;
+}
+
+emn_prog *emn_prog_compile(const emn_expr *const *roots, int nroots, int nvar)
+{
+    emn_prog *p = emn_xcalloc(1, sizeof *p);
+    prog_build pb = {.p = p};
+    p->nvar = nvar;
+    for (int k = 0; k < nvar; k++) new_reg(&pb, 0);
+    p->nout = nroots;
+    p->out = emn_xmalloc((size_t)nroots * sizeof(int) + 1);
+    for (int k = 0; k < nroots; k++) p->out[k] = prog_node(&pb, roots[k]);
+    p->nreg = pb.reg.n;
+    p->reg = pb.reg.v;
+    free(pb.seen_key);
+    free(pb.seen_reg);
+    free(pb.cse);
+    free(pb.consts);
+    return p;
+}
+
+/* The same results as emn_tape_eval, bit for bit: each distinct
+ * operation once, on the same operands. */
+void emn_prog_eval(emn_prog *p, const double *vars, double *out)
+{
+    double *r = p->reg;
+    memcpy(r, vars, (size_t)p->nvar * sizeof(double));
+    for (const prog_insn *in = p->v, *end = p->v + p->n; in < end; in++) {
+        double x = r[in->a], y;
+        switch (in->op) {
+        case T_NEG: y = -x; break;
+        case T_CALL1: y = apply((emn_func)in->fn, 1, &x); break;
+        case T_POWK: y = power(x, in->num); break;
+        case T_ADD: y = x + r[in->b]; break;
+        case T_SUB: y = x - r[in->b]; break;
+        case T_MUL: y = x * r[in->b]; break;
+        case T_DIV: y = x / r[in->b]; break;
+        case T_POW: y = power(x, r[in->b]); break;
+        case T_ATAN2: y = atan2(x, r[in->b]); break;
+        case T_MIN2: { double q[2] = {x, r[in->b]}; y = min_max(false, 2, q); break; }
+        case T_MAX2: { double q[2] = {x, r[in->b]}; y = min_max(true, 2, q); break; }
+        default: y = NAN; break;
+        }
+        r[in->d] = y;
+    }
+    for (int k = 0; k < p->nout; k++) out[k] = r[p->out[k]];
+}
+
+int emn_prog_length(const emn_prog *p) { return p->n; }
+
+void emn_prog_free(emn_prog **pp)
+{
+    if (!pp || !*pp) return;
+    free((*pp)->v);
+    free((*pp)->reg);
+    free((*pp)->out);
+    free(*pp);
+    *pp = NULL;
 }
 
 void emn_tape_free(emn_tape **t)

@@ -130,4 +130,17 @@ emn_tape *emn_tape_compile(const emn_expr *e);
 double emn_tape_eval(const emn_tape *t, const double *vars);
 void emn_tape_free(emn_tape **t);
 
+/*
+ * A compiled set of expressions: one register program computes them all,
+ * every distinct subexpression once (a term's momenta and forces share
+ * most of their work, its Newton-matrix entries even more).  Evaluation
+ * writes the results to out[0 .. nroots-1]; vars must hold nvar values.
+ * A program keeps its own registers, so evaluations may not overlap.
+ */
+typedef struct emn_prog emn_prog;
+emn_prog *emn_prog_compile(const emn_expr *const *roots, int nroots, int nvar);
+void emn_prog_eval(emn_prog *p, const double *vars, double *out);
+int emn_prog_length(const emn_prog *p);
+void emn_prog_free(emn_prog **p);
+
 #endif

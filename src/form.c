@@ -31,9 +31,10 @@ struct emn_tmpl {
     const emn_expr **p, **F;          /* m each */
     const emn_expr **pv, **pu, **Fv, **Fu;  /* m*m each, row a (equation), col b */
     emn_tape **tp, **tF, **tpv, **tpu, **tFv, **tFu;
-    /* m*m: the term's Newton-matrix entries a pu + pv - Fu - Fv/a in one
-     * tape each, with a and 1/a as locals 2m + NPARAM and 2m + NPARAM + 1 */
-    emn_tape **tJ;
+    /* one program for the 2m momenta and forces (p first), one for the
+     * m*m Newton-matrix entries a pu + pv - Fu - Fv/a, with a and 1/a as
+     * locals 2m + NPARAM and 2m + NPARAM + 1 */
+    emn_prog *pPF, *pJ;
     bool linear;
 };
 
@@ -714,12 +715,18 @@ static void compile_template(emn_arena *ar, emn_tmpl *t)
     if (t->tp) return;
     int m = t->m;
     const emn_expr *va = emn_expr_var(ar, 2 * m + NPARAM), *via = emn_expr_var(ar, 2 * m + NPARAM + 1);
-    t->tJ = emn_xcalloc((size_t)(m * m), sizeof(emn_tape *));
+    const emn_expr **roots = emn_xmalloc((size_t)(m * m + 2 * m) * sizeof *roots + 1);
     for (int i = 0; i < m * m; i++) {
         const emn_expr *e = emn_expr_add(ar, emn_expr_mul(ar, va, t->pu[i]), t->pv[i]);
-        e = emn_expr_sub(ar, e, emn_expr_add(ar, t->Fu[i], emn_expr_mul(ar, via, t->Fv[i])));
-        t->tJ[i] = emn_tape_compile(e);
+        roots[i] = emn_expr_sub(ar, e, emn_expr_add(ar, t->Fu[i], emn_expr_mul(ar, via, t->Fv[i])));
     }
+    t->pJ = emn_prog_compile(roots, m * m, 2 * m + NPARAM + 2);
+    for (int a = 0; a < m; a++) {
+        roots[a] = t->p[a];
+        roots[m + a] = t->F[a];
+    }
+    t->pPF = emn_prog_compile(roots, 2 * m, 2 * m + NPARAM + 2);
+    free(roots);
     t->tp = emn_xcalloc((size_t)m, sizeof(emn_tape *));
     t->tF = emn_xcalloc((size_t)m, sizeof(emn_tape *));
     t->tpv = emn_xcalloc((size_t)(m * m), sizeof(emn_tape *));
@@ -742,8 +749,8 @@ static void free_template_tapes(emn_tmpl *t)
 {
     if (!t->tp) return;
     int m = t->m;
-    for (int i = 0; i < m * m; i++) emn_tape_free(&t->tJ[i]);
-    free(t->tJ);
+    emn_prog_free(&t->pJ);
+    emn_prog_free(&t->pPF);
     for (int a = 0; a < m; a++) {
         emn_tape_free(&t->tp[a]);
         emn_tape_free(&t->tF[a]);
@@ -1568,8 +1575,10 @@ int emn_form_eval(emn_form *f, const double *z, const double *w, double *p, doub
         const emn_tmpl *t = tm->tmpl;
         double *loc = f->tloc + f->tloc_off[i];     /* kept for emn_form_jacobian_last */
         emn_form_term_locals(f, tm, z, w, loc);
+        double *pF = f->scratch;
+        emn_prog_eval(t->pPF, loc, pF);
         for (int a = 0; a < tm->m; a++) {
-            double pa = emn_tape_eval(t->tp[a], loc), Fa = emn_tape_eval(t->tF[a], loc);
+            double pa = pF[a], Fa = pF[tm->m + a];
             if (!isfinite(pa) || !isfinite(Fa)) {
                 if (bad_term) *bad_term = f->nonlinear[i];
                 return 1;
@@ -1617,10 +1626,9 @@ static int jacobian(emn_form *f, const double *z, const double *w, double a, boo
         if (!saved) emn_form_term_locals(f, tm, z, w, loc);
         loc[2 * m + NPARAM] = a;
         loc[2 * m + NPARAM + 1] = ia;
-        for (int q = 0; q < m * m; q++) {
-            Jl[q] = emn_tape_eval(t->tJ[q], loc);
+        emn_prog_eval(t->pJ, loc, Jl);
+        for (int q = 0; q < m * m; q++)
             if (!isfinite(Jl[q])) return 1;
-        }
         const int *jh = tm->jh;
         for (int ai = 0; ai < m; ai++) {
             const emn_lmap *sa = &f->slots.v[tm->slot[ai]];

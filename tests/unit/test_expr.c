@@ -755,6 +755,74 @@ static void test_tape(emn_arena *ar)
     ok(t == NULL, "tape_free twice is harmless");
 }
 
+/* --------------------------------------------------------------- programs */
+
+/* A program computing an expression and its first and second derivatives
+ * at once gives each of them bit for bit as the tree does, and shares the
+ * work they have in common. */
+static void test_prog(emn_arena *ar)
+{
+    for (size_t i = 0; i < sizeof dcases / sizeof dcases[0]; i++) {
+        const dcase *c = &dcases[i];
+        const emn_expr *roots[16];
+        int nr = 0;
+        roots[nr++] = bind(ar, rd(ar, c->src));
+        for (int a = 1; a <= c->nvars; a++) {
+            const emn_expr *d = emn_expr_diff(ar, roots[0], a);
+            roots[nr++] = d;
+            for (int b = 1; b <= c->nvars; b++) roots[nr++] = emn_expr_diff(ar, d, b);
+        }
+        emn_prog *p = emn_prog_compile(roots, nr, c->nvars + 1);
+        int good = 0, n = 6;
+        for (int k = 0; k < n; k++) {
+            double x[4] = {0.123, 0, 0, 0}, out[16];
+            for (int v = 1; v <= c->nvars; v++) x[v] = uniform(c->lo[v - 1], c->hi[v - 1]);
+            emn_prog_eval(p, x, out);
+            int same = 0;
+            for (int r = 0; r < nr; r++) same += same_double(out[r], emn_expr_eval(roots[r], x));
+            if (same == nr) good++;
+        }
+        ok(good == n, "program of %s and its derivatives equals the trees", c->src);
+        emn_prog_free(&p);
+    }
+    /* the raw cases: operands in every order, min/max chains, NaN leaves */
+    const emn_expr *raw[] = {
+        rd_raw(ar, "v1-(v2-(v3-(v1-(v2/(v3-v1^(v2-(v3*v1)))))))"),
+        rd_raw(ar, "atan2(v1, v2+v3*(v1-v2))"),
+        rd_raw(ar, "min(v1, v2*(v3+v1*(v2-v3)), v3)"),
+        rd_raw(ar, "max(v1+v2*v3, v2, sin(v3-v1*v2))"),
+        rd_raw(ar, "a*v1"),
+        rd_raw(ar, "v3*v2 + v2*v3 - v1^2/v1^-1"),
+    };
+    int nraw = (int)(sizeof raw / sizeof raw[0]);
+    emn_prog *p = emn_prog_compile(raw, nraw, 4);
+    int good = 0, n = 10;
+    for (int k = 0; k < n; k++) {
+        double x[4] = {0, uniform(0.1, 2), uniform(0.1, 2), uniform(-2, 2)}, out[8];
+        emn_prog_eval(p, x, out);
+        int same = 0;
+        for (int r = 0; r < nraw; r++) same += same_double(out[r], emn_expr_eval(raw[r], x));
+        if (same == nraw) good++;
+    }
+    ok(good == n, "program of the raw cases equals the trees");
+    emn_prog_free(&p);
+    /* sharing: C(x) = eps a/(g0 - x) and its derivative need g0 - x once;
+     * a root given twice costs nothing more */
+    const emn_expr *cx = bind(ar, rd(ar, "eps*a/(g0 - v1)"));
+    const emn_expr *two[3] = {cx, emn_expr_diff(ar, cx, 1), cx};
+    emn_prog *p1 = emn_prog_compile(two, 1, 2), *p2 = emn_prog_compile(two + 1, 1, 2);
+    emn_prog *p12 = emn_prog_compile(two, 2, 2), *p121 = emn_prog_compile(two, 3, 2);
+    ok(emn_prog_length(p12) < emn_prog_length(p1) + emn_prog_length(p2),
+       "C(x) and C'(x) share work: %d < %d + %d", emn_prog_length(p12), emn_prog_length(p1), emn_prog_length(p2));
+    ok(emn_prog_length(p121) == emn_prog_length(p12), "a repeated root adds no instruction");
+    emn_prog_free(&p1);
+    emn_prog_free(&p2);
+    emn_prog_free(&p12);
+    emn_prog_free(&p121);
+    ok(p1 == NULL, "prog_free clears the pointer");
+    emn_prog_free(&p1);
+}
+
 int main(void)
 {
     emn_arena *ar = emn_arena_new();
@@ -765,6 +833,7 @@ int main(void)
     test_print(ar);
     test_subst(ar);
     test_tape(ar);
+    test_prog(ar);
     emn_arena_free(&ar);
     return tap_done();
 }
