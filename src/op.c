@@ -344,7 +344,7 @@ static int newton(opsys *o, double reltol, double *z, double *w, int maxit, int 
         stalled = rnorm > 0.5 * rprev ? stalled + 1 : 0;
         if (it >= 2 && !conv && r1ok && stalled >= 2) conv = true;
         rprev = rnorm;
-        if (it > 1 && conv) {
+        if ((linear ? it >= 1 : it > 1) && conv) {
             /* a state with a capacitance or inductance that is not
              * positive (plates through each other) is no steady state */
             ok = emn_form_check_values(o->f, z, NULL) < 0;
