@@ -1486,7 +1486,7 @@ void emn_form_set_time(emn_form *f, double t)
         double *g = f->seg + 5 * s;
         bool want_int = !f->need_int || f->need_int[s];
         if (!(t >= g[0] && t < g[1])) {
-            emn_source *src = (emn_source *)&c->elems.v[f->src_elem[s]].src;
+            emn_source *src = c->elems.v[f->src_elem[s]].src;
             if (!piecewise_linear(src)) {
                 f->s[s] = emn_wave_value(src, t);
                 f->S[s] = want_int ? emn_wave_integral(src, t) : 0;
@@ -1517,7 +1517,7 @@ void emn_form_set_dc(emn_form *f, double scale)
     const emn_circuit *c = f->c;
     f->t = 0;
     for (int s = 0; s < f->nsrc; s++) {
-        f->s[s] = scale * emn_wave_dc(&c->elems.v[f->src_elem[s]].src);
+        f->s[s] = scale * emn_wave_dc(c->elems.v[f->src_elem[s]].src);
         f->S[s] = 0;
     }
     time_parts(f);

@@ -153,7 +153,7 @@ double emn_integ_next_break(const emn_form *f, double t)
     double eps = 1e-12 * fabs(t) + 1e-300;
     double bp = INFINITY;
     for (int s = 0; s < f->nsrc; s++) {
-        const emn_source *src = &f->c->elems.v[f->src_elem[s]].src;
+        const emn_source *src = f->c->elems.v[f->src_elem[s]].src;
         double b = emn_wave_next_break(src, t);
         while (b <= t + eps) b = emn_wave_next_break(src, b);
         if (b < bp) bp = b;

@@ -1300,8 +1300,11 @@ static void add_element(emn_build *b, const inst *in, const card *k, int kind)
     }
 
     if (kind == EMN_V || kind == EMN_I || kind == EMN_F) {
-        if (parse_source(b, in, k->f + nn, k->nf - nn, disp, k->loc, kind, &e.src) == 0 &&
+        emn_source src = {0};
+        if (parse_source(b, in, k->f + nn, k->nf - nn, disp, k->loc, kind, &src) == 0 &&
             b->d->nerrors == errs) {
+            e.src = emn_arena_alloc(c->arena, sizeof src);
+            *e.src = src;
             map_put(&b->elems, e.name, c->elems.n);
             EMN_PUSH(c->elems, e);
             EMN_PUSH(b->einfo, info);

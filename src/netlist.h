@@ -78,7 +78,7 @@ typedef struct emn_elem {
     double ic;
     double x0;              /* S: rest length X0 (0 if absent) */
     int ind[2];             /* K: element indices of the two inductors */
-    emn_source src;         /* V, I, F */
+    emn_source *src;        /* V, I, F: the waveform (in the circuit's arena); else NULL */
 } emn_elem;
 
 typedef enum { EMN_IC_X, EMN_IC_V } emn_ic_kind;

@@ -104,7 +104,7 @@ int emn_sim_prepare(emn_circuit *c, emn_diag *d)
     for (int i = 0; i < c->elems.n; i++) {
         emn_elem *e = &c->elems.v[i];
         if (e->kind != EMN_V && e->kind != EMN_I && e->kind != EMN_F) continue;
-        if (emn_wave_prepare(&e->src, tstep, tstop, d, e->name) < 0) status = -1;
+        if (emn_wave_prepare(e->src, tstep, tstop, d, e->name) < 0) status = -1;
     }
     return status;
 }

@@ -78,15 +78,15 @@ static void test_elements(void)
     ok(k && k->ind[0] == emn_netlist_find_elem(c, "l1") && k->ind[1] == emn_netlist_find_elem(c, "l2"),
        "elements: K names its inductors");
     ok(k && k->value == 0.5, "elements: K value");
-    ok(el(c, "v1")->src.has_dc && el(c, "v1")->src.dc == 5 && el(c, "v1")->src.kind == EMN_WAVE_NONE,
+    ok(el(c, "v1")->src->has_dc && el(c, "v1")->src->dc == 5 && el(c, "v1")->src->kind == EMN_WAVE_NONE,
        "elements: V 5 is a DC value");
-    ok_close(el(c, "i1")->src.dc, 2e-3, 1e-12, "elements: I DC 2m");
+    ok_close(el(c, "i1")->src->dc, 2e-3, 1e-12, "elements: I DC 2m");
     const emn_elem *t = el(c, "t1");
     ok(t && t->nnodes == 4 && t->node[2] == nd(c, "cone") && t->value == 7.5, "elements: T nodes and value");
     ok_close(el(c, "m1")->value, 12e9, 1e-12, "elements: 12g is giga (SPICE), not grams");
     ok(el(c, "s1")->x0 == 1e-3 && el(c, "s1")->value == 1e3, "elements: S stiffness and X0");
     ok(el(c, "d1")->value == 0.3, "elements: D");
-    ok(el(c, "f1")->src.dc == 1, "elements: F source");
+    ok(el(c, "f1")->src->dc == 1, "elements: F source");
     const emn_elem *j = el(c, "jy");
     int yoke = nd(c, "yoke"), cone = nd(c, "cone");
     ok(j && j->vexpr && c->nodes.v[yoke].jdef == (int)(j - c->elems.v), "elements: J defines its node");
@@ -111,7 +111,7 @@ static void test_numbers(void)
         char buf[128];
         snprintf(buf, sizeof buf, "t\nV1 a 0 %s\nR1 a 0 1\n", cases[i].text);
         emn_circuit *c = rd(buf);
-        ok_close(c ? el(c, "v1")->src.dc : NAN, cases[i].want, 1e-12, "numbers: %s", cases[i].text);
+        ok_close(c ? el(c, "v1")->src->dc : NAN, cases[i].want, 1e-12, "numbers: %s", cases[i].text);
         emn_netlist_free(&c);
     }
     emn_circuit *c = rd("t\nR1 a 0 1M\nR2 a 0 1meg\nC1 a 0 1m\n");
@@ -138,28 +138,28 @@ static void test_sources(void)
                         "R1 a 0 1\n");
     ok(c != NULL, "sources: all forms read");
     if (!c) { show_msgs(); return; }
-    const emn_source *s = &el(c, "v1")->src;
+    const emn_source *s = el(c, "v1")->src;
     ok(s->kind == EMN_WAVE_PULSE && s->nargs == 7 && !s->has_dc && s->args[1] == 5 &&
        s->args[6] == 10e-9, "sources: PULSE with commas and blanks");
-    s = &el(c, "v2")->src;
+    s = el(c, "v2")->src;
     ok(s->kind == EMN_WAVE_SIN && s->has_dc && s->dc == 1 && s->nargs == 3 && s->args[2] == 1e3,
        "sources: DC 1 SIN(0 1 1k)");
-    s = &el(c, "v3")->src;
+    s = el(c, "v3")->src;
     ok(s->kind == EMN_WAVE_PWL && s->nargs == 4 && close_to(s->args[3], 1.8, 1e-12),
        "sources: PWL with an expression argument of a parameter");
-    s = &el(c, "v4")->src;
+    s = el(c, "v4")->src;
     ok(s->kind == EMN_WAVE_EXP && s->nargs == 4, "sources: EXP (lower case)");
-    s = &el(c, "v5")->src;
+    s = el(c, "v5")->src;
     double tv[1] = {0.0025};
     ok(s->kind == EMN_WAVE_EXPR && s->expr && close_to(emn_expr_eval(s->expr, tv), 2 * sin(2 * M_PI * 50 * 0.0025), 1e-12),
        "sources: expression of time");
-    s = &el(c, "v6")->src;
+    s = el(c, "v6")->src;
     tv[0] = 3;
     ok(s->has_dc && s->dc == 3 && s->kind == EMN_WAVE_EXPR && close_to(emn_expr_eval(s->expr, tv), 6, 1e-12),
        "sources: dc 3 then an expression");
-    s = &el(c, "v7")->src;
+    s = el(c, "v7")->src;
     ok(s->has_dc && s->dc == 6 && s->kind == EMN_WAVE_NONE, "sources: a constant expression is the DC value");
-    s = &el(c, "i1")->src;
+    s = el(c, "i1")->src;
     ok(s->has_dc && close_to(s->dc, 2.18725e-5, 1e-12) && s->kind == EMN_WAVE_PULSE && s->args[6] == 3e-9,
        "sources: IBM power-grid form");
     emn_netlist_free(&c);
@@ -187,7 +187,7 @@ static void test_lexical(void)
     emn_circuit *c = rd(text);
     ok(c != NULL, "lexical: CRLF, tabs, comments, continuations");
     if (!c) { show_msgs(); return; }
-    ok(c->elems.n == 3 && el(c, "c1")->value == 1e-6 && el(c, "v1")->src.dc == 1,
+    ok(c->elems.n == 3 && el(c, "c1")->value == 1e-6 && el(c, "v1")->src->dc == 1,
        "lexical: continuation joins the card");
     ok(strcmp(c->title, "title line R1 is not an element") == 0, "lexical: title without CR");
     ok(el(c, "c1")->loc.line == 4 && el(c, "c1")->value_loc.line == 7 && el(c, "c1")->value_loc.col == 3,
