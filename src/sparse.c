@@ -253,12 +253,12 @@ static void analyze(emn_lu *lu, const emn_sparse *A)
     lu->n = A->n;
     lu->nnz = A->nnz;
     size_t np = (size_t)A->n + 1, nz = (size_t)(A->nnz ? A->nnz : 1);
-    lu->Ax = emn_xrealloc(lu->Ax, nz * sizeof *lu->Ax);
     if (lu->share) {
         if (!same_pattern(lu->share, A)) analyze(lu->share, A);
         lu->sym = lu->share->sym;
         return;
     }
+    lu->Ax = emn_xrealloc(lu->Ax, nz * sizeof *lu->Ax);
     lu->Ap = emn_xrealloc(lu->Ap, np * sizeof *lu->Ap);
     lu->Ai = emn_xrealloc(lu->Ai, nz * sizeof *lu->Ai);
     memcpy(lu->Ap, A->Ap, np * sizeof *lu->Ap);
@@ -309,9 +309,13 @@ int emn_lu_factor(emn_lu *lu, const emn_sparse *A, int *bad_col)
         return 0;
     }
     if (!same_pattern(lu, A)) analyze(lu, A);
+    /* one that shares an analysis keeps no copy of the values: its user
+     * (a cache by step size) asks only for new ones */
     size_t bytes = (size_t)A->nnz * sizeof *A->Ax;
-    if (lu->valid && memcmp(lu->Ax, A->Ax, bytes) == 0) return 0;
-    memcpy(lu->Ax, A->Ax, bytes);
+    if (!lu->share) {
+        if (lu->valid && memcmp(lu->Ax, A->Ax, bytes) == 0) return 0;
+        memcpy(lu->Ax, A->Ax, bytes);
+    }
 
     if (lu->valid) {
         lu->valid = false;

@@ -64,7 +64,9 @@ emn_lu *emn_lu_new(void);
 /* An LU that takes its pattern's analysis (the fill-reducing ordering)
  * from owner instead of analyzing again: for matrices of one pattern with
  * different values, such as the Newton matrices of several step sizes.
- * owner must outlive it and keep that pattern while it is used. */
+ * owner must outlive it and keep that pattern while it is used.  It keeps
+ * no copy of the values, so emn_lu_factor always factors them (the
+ * other LUs skip a matrix equal to the one they hold). */
 emn_lu *emn_lu_new_sharing(emn_lu *owner);
 /*
  * Factor A (analyzing its pattern on first use).  Returns 0 on success, or
