@@ -925,6 +925,37 @@ void emn_expr_print(emn_buf *out, const emn_expr *e, emn_expr_var_fn varname, vo
     print(out, e, varname, ctx);
 }
 
+static void key(emn_buf *out, const emn_expr *e)
+{
+    switch (e->op) {
+    case EMN_EX_NUM: emn_buf_printf(out, "%a ", e->num); return;
+    case EMN_EX_VAR: emn_buf_printf(out, "v%d ", e->var); return;
+    case EMN_EX_NAME: emn_buf_printf(out, "n%s ", e->name); return;
+    case EMN_EX_XREF: emn_buf_printf(out, "x%s,%s ", e->name, e->name2 ? e->name2 : ""); return;
+    case EMN_EX_CALL:
+        emn_buf_printf(out, "f%d,%d(", (int)e->fn, e->nargs);
+        for (int i = 0; i < e->nargs; i++) key(out, e->args[i]);
+        emn_buf_puts(out, ")");
+        return;
+    case EMN_EX_NEG:
+        emn_buf_puts(out, "~");
+        key(out, e->a);
+        return;
+    default:
+        emn_buf_printf(out, "o%d(", (int)e->op);
+        key(out, e->a);
+        key(out, e->b);
+        emn_buf_puts(out, ")");
+        return;
+    }
+}
+
+void emn_expr_key(emn_buf *out, const emn_expr *e)
+{
+    if (!out->v) emn_buf_puts(out, "");
+    key(out, e);
+}
+
 /* ------------------------------------------------------------------ tapes */
 
 /* ORDER tape_op: leaves, then the operators; an R variant takes its

@@ -120,6 +120,10 @@ const emn_expr *emn_expr_subst(emn_arena *ar, const emn_expr *e, emn_expr_leaf_f
 typedef void (*emn_expr_var_fn)(emn_buf *out, int var, void *ctx);
 void emn_expr_print(emn_buf *out, const emn_expr *e, emn_expr_var_fn varname, void *ctx);
 
+/* Append a text that identifies e exactly: equal texts for equal trees,
+ * numbers to the last bit (printing rounds them to six digits). */
+void emn_expr_key(emn_buf *out, const emn_expr *e);
+
 /*
  * A compiled expression: the tree flattened once into a postfix program, so
  * that evaluating it in the time-step loop allocates nothing and walks no

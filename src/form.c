@@ -886,7 +886,9 @@ static int *coupled_groups(const emn_circuit *c)
 typedef struct tmpl_cache { emn_strmap map; struct { emn_tmpl **v; int n, cap; } list; } tmpl_cache;
 
 /* Plain terms (constant values, no linkage, no moving-coil flux) share a
- * template keyed by the printed form of their expressions. */
+ * template keyed by their expressions, exactly (emn_expr_key: printing
+ * would round a linkage's constants to six digits and merge terms that
+ * differ in the seventh). */
 static emn_tmpl *term_template(emn_form *f, tmpl_cache *tc, emn_arena *scratch, const term_desc *td)
 {
     const emn_circuit *c = f->c;
@@ -922,11 +924,11 @@ static emn_tmpl *term_template(emn_form *f, tmpl_cache *tc, emn_arena *scratch, 
     term_exprs(f, ar, td, &mp, &L, &D, &P);
     if (!plain) return make_template(f->ar, m, L, D, P);
     emn_buf_printf(&key, "%d|", m);
-    emn_expr_print(&key, L ? L : emn_expr_num(ar, 0), NULL, NULL);
+    emn_expr_key(&key, L ? L : emn_expr_num(ar, 0));
     emn_buf_puts(&key, "|");
-    emn_expr_print(&key, D ? D : emn_expr_num(ar, 0), NULL, NULL);
+    emn_expr_key(&key, D ? D : emn_expr_num(ar, 0));
     emn_buf_puts(&key, "|");
-    emn_expr_print(&key, P ? P : emn_expr_num(ar, 0), NULL, NULL);
+    emn_expr_key(&key, P ? P : emn_expr_num(ar, 0));
     int idx = emn_strmap_get(&tc->map, key.v);
     if (idx < 0) {
         numeric_mapping(f->ar, td, &mp);

@@ -823,6 +823,26 @@ static void test_prog(emn_arena *ar)
     emn_prog_free(&p1);
 }
 
+/* Keys tell trees apart exactly where printing rounds. */
+static void test_key(emn_arena *ar)
+{
+    emn_buf k1 = {0}, k2 = {0}, k3 = {0};
+    emn_expr_key(&k1, rd_raw(ar, "1.0000001*v1 + sin(v2)"));
+    emn_expr_key(&k2, rd_raw(ar, "1.0000009*v1 + sin(v2)"));
+    emn_expr_key(&k3, rd_raw(ar, "1.0000001*v1 + sin(v2)"));
+    ok(strcmp(k1.v, k2.v) != 0, "key: constants differing in the 7th digit differ (%s / %s)", k1.v, k2.v);
+    ok(strcmp(k1.v, k3.v) == 0, "key: equal trees give equal keys");
+    emn_buf_reset(&k2);
+    emn_expr_key(&k2, rd_raw(ar, "1.0000001*v1 + cos(v2)"));
+    ok(strcmp(k1.v, k2.v) != 0, "key: different functions differ");
+    emn_buf_reset(&k2);
+    emn_expr_key(&k2, rd_raw(ar, "1.0000001*v2 + sin(v1)"));
+    ok(strcmp(k1.v, k2.v) != 0, "key: different variables differ");
+    emn_buf_free(&k1);
+    emn_buf_free(&k2);
+    emn_buf_free(&k3);
+}
+
 int main(void)
 {
     emn_arena *ar = emn_arena_new();
@@ -834,6 +854,7 @@ int main(void)
     test_subst(ar);
     test_tape(ar);
     test_prog(ar);
+    test_key(ar);
     emn_arena_free(&ar);
     return tap_done();
 }
