@@ -107,7 +107,9 @@ emn_integ *emn_integ_new(emn_form *f, const emn_integ_opts *o)
     }
     it->lu = emn_lu_new();
     /* each cached factorization costs memory in proportion to the
-     * circuit: sixteen for small circuits, down to two at 10^6 unknowns */
+     * circuit: sixteen for small circuits, down to two at 10^6 unknowns to
+     * begin with; cache_slot lets it grow once the size of a factorization
+     * is known */
     it->cache_cap = n > 0 ? (int)fmin(EMN_LU_CACHE, fmax(2, 2e6 / n)) : EMN_LU_CACHE;
     it->bad_coord = -1;
     it->min_iter = 1;
@@ -216,6 +218,12 @@ static emn_lu *cached_lu(emn_integ *it, double a)
 
 static emn_lu *cache_slot(emn_integ *it, double a)
 {
+    /* a full cache grows while its factorizations, as large as the first
+     * one turned out, stay within the budget */
+    if (it->cache_cap < EMN_LU_CACHE && it->cache_lu[it->cache_cap - 1]) {
+        size_t each = emn_lu_bytes(it->cache_lu[0]);
+        if (each > 0 && (double)(it->cache_cap + 1) * (double)each <= EMN_LU_CACHE_BYTES) it->cache_cap++;
+    }
     int victim = 0;
     for (int k = 0; k < it->cache_cap; k++) {
         if (!it->cache_lu[k]) { victim = k; break; }

@@ -352,6 +352,8 @@ double emn_lu_rcond(emn_lu *lu)
     return lu->valid ? lu->rcond : 0.0;
 }
 
+size_t emn_lu_bytes(const emn_lu *lu) { return lu->common.memusage; }
+
 const emn_lu_stats *emn_lu_get_stats(const emn_lu *lu)
 {
     return &lu->stats;

@@ -18,6 +18,7 @@
 #define EMN_SPARSE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 typedef struct emn_sparse {
     int n;                  /* square: n x n */
@@ -79,6 +80,8 @@ int emn_lu_solve(emn_lu *lu, double *b);
 /* Reciprocal condition estimate of the last factorization (klu_rcond). */
 double emn_lu_rcond(emn_lu *lu);
 const emn_lu_stats *emn_lu_get_stats(const emn_lu *lu);
+/* Bytes KLU holds for this LU's factorization (and analysis, if its own). */
+size_t emn_lu_bytes(const emn_lu *lu);
 void emn_lu_free(emn_lu **lu);
 
 #endif
