@@ -885,25 +885,31 @@ static int *coupled_groups(const emn_circuit *c)
 
 typedef struct tmpl_cache { emn_strmap map; struct { emn_tmpl **v; int n, cap; } list; } tmpl_cache;
 
-/* Plain terms (constant values, no linkage, no moving-coil flux) share a
- * template keyed by their expressions, exactly (emn_expr_key: printing
- * would round a linkage's constants to six digits and merge terms that
- * differ in the seventh). */
+/* Terms without a moving coil's flux share a template keyed by their
+ * expressions, exactly (emn_expr_key: printing would round a linkage's or
+ * a C(x)'s constants to six digits and merge terms that differ in the
+ * seventh).  An array of equal actuators then runs one compiled program
+ * over and over, which stays in cache. */
 static emn_tmpl *term_template(emn_form *f, tmpl_cache *tc, emn_arena *scratch, const term_desc *td)
 {
     const emn_circuit *c = f->c;
     int m = term_m(td);
     mapping mp;
-    bool plain = !c->elems.v[td->elem].vexpr;
-    for (int k = 0; k < td->nbr; k++)
-        if (f->elem_branch_mech[td->br[k]] || c->elems.v[td->br[k]].vexpr) plain = false;
+    /* a value that depends on x (C(x), L(x)) is written into the
+     * expressions, numbers and all: such terms share only when their
+     * expressions are equal to the last bit, never by the short key */
+    bool plain = true, vx = c->elems.v[td->elem].vexpr != NULL;
+    for (int k = 0; k < td->nbr; k++) {
+        if (f->elem_branch_mech[td->br[k]]) plain = false;
+        if (c->elems.v[td->br[k]].vexpr) vx = true;
+    }
     for (int k = 0; k < td->nmech; k++)
         if (c->nodes.v[td->mech[k]].jdef >= 0) plain = false;
     if (c->elems.v[td->elem].kind == EMN_L && td->nbr > 1) plain = false;
     emn_arena *ar = plain ? scratch : f->ar;
     emn_buf key = {0};
     emn_kind kind = c->elems.v[td->elem].kind;
-    bool basic = plain && kind != EMN_T && kind != EMN_K && kind != EMN_J;
+    bool basic = plain && !vx && kind != EMN_T && kind != EMN_K && kind != EMN_J;
     const emn_elem *el = &c->elems.v[td->elem];
     for (int k = 0; k < el->nnodes && basic; k++)    /* a node a linkage moves brings its J along */
         if (el->node[k] > 0 && c->nodes.v[el->node[k]].jdef >= 0) basic = false;

@@ -8,7 +8,8 @@
 #     t = 0 row of each published waveform;
 #   - a MEMS actuator below pull-in rests on the smaller root of
 #     k x = eps A V^2/(2 (g0 - x)^2), found here by bisection in awk; above
-#     pull-in emnet exits 3 and names the plate's coordinate;
+#     pull-in emnet exits 3 and names the plate's coordinate; two actuators
+#     whose gaps differ in the seventh digit each rest on their own root;
 #   - a mass on a spring under a DC force, a solenoid plunger held by a DC
 #     coil current, a DC motor at its steady speed, and linear circuits
 #     (divider with a current source, RL, series capacitors, an inductor
@@ -161,6 +162,21 @@ MEMS='eps0 = 8.854e-12; area = 200e-6^2; g0 = 2e-6; km = 5
       W["i(vd)"] = 0; W["i(rs)"] = 0; W["i(cact)"] = 0; W["f(splate)"] = -km * x; W["f(dplate)"] = 0'
 for form in charge flux; do
     op_case mems_dc $form 1e-9 "" "$MEMS"
+done
+# Two actuators whose gaps differ in the seventh digit: each plate rests
+# on its own root (terms of one shape share a compiled template only when
+# equal to the last bit).  x(p1) - x(p2) = 3.1e-13 m, 1.3e-6 of either:
+# checked as a difference, which op_check's floor would not see.
+TWIN='eps0 = 8.854e-12; area = 200e-6^2; km = 5; vdc = 0.8 * sqrt(8 * km * 2e-6^3 / (27 * eps0 * area))
+      want = root(km, 2.0000001e-6, eps0 * area * vdc^2 / 2) - root(km, 2.0000009e-6, eps0 * area * vdc^2 / 2)'
+for form in charge flux; do
+    run_emnet -q -op -form $form "$NETS/mems_dc_twin.cir"
+    msg=$(printf '%s\n' "$out" | awk "$ROOT"'
+        BEGIN { '"$TWIN"' }
+        $1 == "x(p1)" { x1 = $2; n++ } $1 == "x(p2)" { x2 = $2; n++ }
+        END { d = x1 - x2 - want; if (d < 0) d = -d
+              if (n != 2 || d > 0.05 * want) { printf "x(p1) - x(p2) = %.4e, want %.4e\n", x1 - x2, want; exit 1 } }')
+    ok $? "mems_dc_twin $form: each plate on its own root (x(p1) - x(p2) within 5%)" "exit status $rc" "$msg" "$err"
 done
 for form in charge flux; do
     run_emnet -q -op -form $form "$NETS/mems_dc_pullin.cir"
