@@ -710,23 +710,35 @@ static emn_tmpl *make_template(emn_arena *ar, int m, const emn_expr *L, const em
     return t;
 }
 
-static void compile_template(emn_arena *ar, emn_tmpl *t)
+/* The program of a template's momenta and forces (p first), compiled
+ * once: for nonlinear terms with the rest of the template, for linear ones
+ * when something asks for their values (emn_form_term_pF). */
+static void compile_pF(emn_tmpl *t)
 {
-    if (t->tp) return;
+    if (t->pPF) return;
     int m = t->m;
-    const emn_expr *va = emn_expr_var(ar, 2 * m + NPARAM), *via = emn_expr_var(ar, 2 * m + NPARAM + 1);
-    const emn_expr **roots = emn_xmalloc((size_t)(m * m + 2 * m) * sizeof *roots + 1);
-    for (int i = 0; i < m * m; i++) {
-        const emn_expr *e = emn_expr_add(ar, emn_expr_mul(ar, va, t->pu[i]), t->pv[i]);
-        roots[i] = emn_expr_sub(ar, e, emn_expr_add(ar, t->Fu[i], emn_expr_mul(ar, via, t->Fv[i])));
-    }
-    t->pJ = emn_prog_compile(roots, m * m, 2 * m + NPARAM + 2);
+    const emn_expr **roots = emn_xmalloc((size_t)(2 * m) * sizeof *roots + 1);
     for (int a = 0; a < m; a++) {
         roots[a] = t->p[a];
         roots[m + a] = t->F[a];
     }
     t->pPF = emn_prog_compile(roots, 2 * m, 2 * m + NPARAM + 2);
     free(roots);
+}
+
+static void compile_template(emn_arena *ar, emn_tmpl *t)
+{
+    if (t->tp) return;
+    int m = t->m;
+    const emn_expr *va = emn_expr_var(ar, 2 * m + NPARAM), *via = emn_expr_var(ar, 2 * m + NPARAM + 1);
+    const emn_expr **roots = emn_xmalloc((size_t)(m * m) * sizeof *roots + 1);
+    for (int i = 0; i < m * m; i++) {
+        const emn_expr *e = emn_expr_add(ar, emn_expr_mul(ar, va, t->pu[i]), t->pv[i]);
+        roots[i] = emn_expr_sub(ar, e, emn_expr_add(ar, t->Fu[i], emn_expr_mul(ar, via, t->Fv[i])));
+    }
+    t->pJ = emn_prog_compile(roots, m * m, 2 * m + NPARAM + 2);
+    free(roots);
+    compile_pF(t);
     t->tp = emn_xcalloc((size_t)m, sizeof(emn_tape *));
     t->tF = emn_xcalloc((size_t)m, sizeof(emn_tape *));
     t->tpv = emn_xcalloc((size_t)(m * m), sizeof(emn_tape *));
@@ -747,10 +759,10 @@ static void compile_template(emn_arena *ar, emn_tmpl *t)
 
 static void free_template_tapes(emn_tmpl *t)
 {
-    if (!t->tp) return;
-    int m = t->m;
     emn_prog_free(&t->pJ);
     emn_prog_free(&t->pPF);
+    if (!t->tp) return;
+    int m = t->m;
     for (int a = 0; a < m; a++) {
         emn_tape_free(&t->tp[a]);
         emn_tape_free(&t->tF[a]);
@@ -763,6 +775,16 @@ static void free_template_tapes(emn_tmpl *t)
     }
     free(t->tp); free(t->tF); free(t->tpv); free(t->tpu); free(t->tFv); free(t->tFu);
     t->tp = NULL;
+}
+
+const double *emn_form_term_pF(emn_form *f, const emn_term *tm, const double *z, const double *w)
+{
+    int m = tm->m;
+    double *loc = f->scratch, *out = loc + 2 * m + NPARAM + 2;    /* scratch holds 4 m^2 more */
+    emn_form_term_locals(f, tm, z, w, loc);
+    compile_pF(tm->tmpl);
+    emn_prog_eval(tm->tmpl->pPF, loc, out);
+    return out;
 }
 
 double emn_tmpl_eval_p(const emn_tmpl *t, int a, const double *loc)
@@ -1426,7 +1448,9 @@ void emn_form_free(emn_form **pf)
 {
     if (!pf || !*pf) return;
     emn_form *f = *pf;
-    for (int i = 0; i < f->nnonlinear; i++) free_template_tapes(f->terms.v[f->nonlinear[i]].tmpl);
+    /* every term's: a linear one's program is compiled when its values
+     * are asked for; shared templates are freed once (the pointers clear) */
+    for (int i = 0; i < f->terms.n; i++) free_template_tapes(f->terms.v[i].tmpl);
     free(f->slots.v);       /* the maps themselves are in the arena */
     int ncoord = f->n > f->ne ? f->n : f->ne;
     for (int j = 0; f->coord && j < ncoord; j++) free((char *)f->coord[j].name);

@@ -191,17 +191,15 @@ static void branch_duals(sim *S, const double *z, const double *w)
     int ns = f->slots.n;
     memset(S->pi, 0, (size_t)ns * sizeof(double));
     memset(S->Fs, 0, (size_t)ns * sizeof(double));
-    double *loc = f->scratch;
     for (int i = 0; i < f->terms.n; i++) {
         const emn_term *tm = &f->terms.v[i];
-        const emn_tmpl *t = tm->tmpl;
-        emn_form_term_locals(f, tm, z, w, loc);
+        const double *pF = emn_form_term_pF(f, tm, z, w);
         for (int a = 0; a < tm->m; a++) {
             int sl = tm->slot[a];
             /* only electrical branch slots carry duals; mechanical slots
              * are coordinates and source slots are known */
-            S->pi[sl] += emn_tmpl_eval_p(t, a, loc);
-            S->Fs[sl] += emn_tmpl_eval_F(t, a, loc);
+            S->pi[sl] += pF[a];
+            S->Fs[sl] += pF[tm->m + a];
         }
     }
 }

@@ -3,7 +3,10 @@
 # 40 Hz, 2.83 V sine for 25 ms from rest.  Moving masses spread over
 # +-10 % so the drivers are not copies of one another.  Linear.  Unknowns:
 # per driver one loop (charge formulation) or the node between Re and Le
-# (flux), plus the cone: 2n, or 2n + 1 in flux (emnet picks the smaller).
+# (flux), plus the cone: 2n, or 2n + 1 in flux.  The deck asks for the flux
+# formulation: -form auto would take the charge one for its one coordinate
+# less, and there the output resistor lies in every loop and couples each
+# with all the others (a dense n x n block: 10^8 entries at n = 10^4).
 #
 # -v n=drivers  [-v fine=1 for a reference run's finer output grid]
 BEGIN {
@@ -21,7 +24,7 @@ BEGIN {
 		printf "Dc%d c%d 0 rms\n", k, k
 	}
 	printf ".tran %gu 25m uic\n", fine ? 10 : 100
-	print ".options acct nopage"
+	print ".options acct nopage form=flux"
 	printf ".print tran x(c1) v(out) i(lvc1) x(c%d)\n", n
 	print ".end"
 }
