@@ -67,19 +67,25 @@ static int map_find(const strmap *m, const char *k, size_t n)
     }
 }
 
+static void map_put(strmap *m, const char *k, int v);
+
+/* Move the keys into a table of cap slots (a power of two). */
+static void map_rehash(strmap *m, int cap)
+{
+    strmap g = {0};
+    g.cap = cap;
+    g.key = emn_xcalloc((size_t)g.cap, sizeof *g.key);
+    g.val = emn_xcalloc((size_t)g.cap, sizeof *g.val);
+    for (int i = 0; i < m->cap; i++)
+        if (m->key[i]) map_put(&g, m->key[i], m->val[i]);
+    free(m->key);
+    free(m->val);
+    *m = g;
+}
+
 static void map_put(strmap *m, const char *k, int v)
 {
-    if (2 * (m->n + 1) > m->cap) {
-        strmap g = {0};
-        g.cap = m->cap ? 2 * m->cap : 16;
-        g.key = emn_xcalloc((size_t)g.cap, sizeof *g.key);
-        g.val = emn_xcalloc((size_t)g.cap, sizeof *g.val);
-        for (int i = 0; i < m->cap; i++)
-            if (m->key[i]) map_put(&g, m->key[i], m->val[i]);
-        free(m->key);
-        free(m->val);
-        *m = g;
-    }
+    if (2 * (m->n + 1) > m->cap) map_rehash(m, m->cap ? 2 * m->cap : 16);
     size_t n = strlen(k);
     uint32_t i = hash_name(k, n) & (uint32_t)(m->cap - 1);
     while (m->key[i] && strcmp(m->key[i], k) != 0) i = (i + 1) & (uint32_t)(m->cap - 1);
@@ -92,16 +98,9 @@ static void map_put(strmap *m, const char *k, int v)
 static void map_reserve(strmap *m, int n)
 {
     if (2 * (long)n <= m->cap) return;
-    strmap g = {0};
-    g.cap = 16;
-    while (g.cap < 2 * (long)n) g.cap *= 2;
-    g.key = emn_xcalloc((size_t)g.cap, sizeof *g.key);
-    g.val = emn_xcalloc((size_t)g.cap, sizeof *g.val);
-    for (int i = 0; i < m->cap; i++)
-        if (m->key[i]) map_put(&g, m->key[i], m->val[i]);
-    free(m->key);
-    free(m->val);
-    *m = g;
+    int cap = 16;
+    while (cap < 2 * (long)n) cap *= 2;
+    map_rehash(m, cap);
 }
 
 static void map_free(strmap *m)
