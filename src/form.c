@@ -30,7 +30,7 @@ struct emn_tmpl {
     const emn_expr *L, *D, *P;
     const emn_expr **p, **F;          /* m each */
     const emn_expr **pv, **pu, **Fv, **Fu;  /* m*m each, row a (equation), col b */
-    emn_tape **tp, **tF, **tpv, **tpu, **tFv, **tFu;
+    emn_tape **tpv, **tpu, **tFv, **tFu;     /* the second derivatives (emn_form_derivatives) */
     /* one program for the 2m momenta and forces (p first), one for the
      * m*m Newton-matrix entries a pu + pv - Fu - Fv/a, with a and 1/a as
      * locals 2m + NPARAM and 2m + NPARAM + 1 */
@@ -728,7 +728,7 @@ static void compile_pF(emn_tmpl *t)
 
 static void compile_template(emn_arena *ar, emn_tmpl *t)
 {
-    if (t->tp) return;
+    if (t->pJ) return;
     int m = t->m;
     const emn_expr *va = emn_expr_var(ar, 2 * m + NPARAM), *via = emn_expr_var(ar, 2 * m + NPARAM + 1);
     const emn_expr **roots = emn_xmalloc((size_t)(m * m) * sizeof *roots + 1);
@@ -739,16 +739,10 @@ static void compile_template(emn_arena *ar, emn_tmpl *t)
     t->pJ = emn_prog_compile(roots, m * m, 2 * m + NPARAM + 2);
     free(roots);
     compile_pF(t);
-    t->tp = emn_xcalloc((size_t)m, sizeof(emn_tape *));
-    t->tF = emn_xcalloc((size_t)m, sizeof(emn_tape *));
     t->tpv = emn_xcalloc((size_t)(m * m), sizeof(emn_tape *));
     t->tpu = emn_xcalloc((size_t)(m * m), sizeof(emn_tape *));
     t->tFv = emn_xcalloc((size_t)(m * m), sizeof(emn_tape *));
     t->tFu = emn_xcalloc((size_t)(m * m), sizeof(emn_tape *));
-    for (int a = 0; a < m; a++) {
-        t->tp[a] = emn_tape_compile(t->p[a]);
-        t->tF[a] = emn_tape_compile(t->F[a]);
-    }
     for (int i = 0; i < m * m; i++) {
         t->tpv[i] = emn_tape_compile(t->pv[i]);
         t->tpu[i] = emn_tape_compile(t->pu[i]);
@@ -761,20 +755,16 @@ static void free_template_tapes(emn_tmpl *t)
 {
     emn_prog_free(&t->pJ);
     emn_prog_free(&t->pPF);
-    if (!t->tp) return;
+    if (!t->tpv) return;
     int m = t->m;
-    for (int a = 0; a < m; a++) {
-        emn_tape_free(&t->tp[a]);
-        emn_tape_free(&t->tF[a]);
-    }
     for (int i = 0; i < m * m; i++) {
         emn_tape_free(&t->tpv[i]);
         emn_tape_free(&t->tpu[i]);
         emn_tape_free(&t->tFv[i]);
         emn_tape_free(&t->tFu[i]);
     }
-    free(t->tp); free(t->tF); free(t->tpv); free(t->tpu); free(t->tFv); free(t->tFu);
-    t->tp = NULL;
+    free(t->tpv); free(t->tpu); free(t->tFv); free(t->tFu);
+    t->tpv = NULL;
 }
 
 const double *emn_form_term_pF(emn_form *f, const emn_term *tm, const double *z, const double *w)
@@ -787,14 +777,16 @@ const double *emn_form_term_pF(emn_form *f, const emn_term *tm, const double *z,
     return out;
 }
 
+/* One value at a time, for the start and error messages: the time-step
+ * loop takes them from the program (emn_form_term_pF). */
 double emn_tmpl_eval_p(const emn_tmpl *t, int a, const double *loc)
 {
-    return t->tp ? emn_tape_eval(t->tp[a], loc) : emn_expr_eval(t->p[a], loc);
+    return emn_expr_eval(t->p[a], loc);
 }
 
 double emn_tmpl_eval_F(const emn_tmpl *t, int a, const double *loc)
 {
-    return t->tF ? emn_tape_eval(t->tF[a], loc) : emn_expr_eval(t->F[a], loc);
+    return emn_expr_eval(t->F[a], loc);
 }
 
 /* ---------------------------------------------------------------- build */

@@ -232,12 +232,12 @@ const emn_expr *emn_form_xnode(const emn_form *f, int node);
 /* Print coordinates, L, D and Q (-lagrangian). */
 void emn_form_print(const emn_form *f, FILE *out);
 
-/* A term's local momentum dL/du_a and force dL/dv_a + dP/du_a - dD/du_a
- * of slot a, at local variables loc (see emn_form_term_locals). */
 /* Term tm's momenta and forces at (z, w), p's at [0, m) and F's at
  * [m, 2m) of the result, which the next call overwrites (it lives in the
  * formulation's scratch space, as the locals do). */
 const double *emn_form_term_pF(emn_form *f, const emn_term *tm, const double *z, const double *w);
+/* A term's local momentum dL/du_a and force dL/dv_a + dP/du_a - dD/du_a
+ * of slot a, at local variables loc (see emn_form_term_locals). */
 double emn_tmpl_eval_p(const emn_tmpl *t, int a, const double *loc);
 double emn_tmpl_eval_F(const emn_tmpl *t, int a, const double *loc);
 
