@@ -1547,20 +1547,6 @@ void emn_form_set_dc(emn_form *f, double scale)
     time_parts(f);
 }
 
-/* y += A x for constant matrix q (0: dp/dz, ... 3: dF/dw); with
- * `absval`, |A| |x|. */
-static void spmv_add(const emn_form *f, int q, const double *x, double *y, bool absval)
-{
-    const emn_csc *M = &f->lin[q];
-    for (int c = 0; c < M->ncols; c++) {
-        int j = M->cols[c];
-        double xj = absval ? fabs(x[j]) : x[j];
-        if (xj == 0) continue;
-        for (int k = M->ptr[j]; k < M->ptr[j + 1]; k++)
-            y[M->row[k]] += (absval ? fabs(M->val[k]) : M->val[k]) * xj;
-    }
-}
-
 /* y += M x for a compressed constant matrix; with scale, the magnitudes
  * of the products are summed there too.  Only the columns with entries
  * are visited (dp/dz and dF/dz have few: inductors, springs). */
@@ -1816,9 +1802,8 @@ int emn_form_rates_scaled(emn_form *f, const double *z, const double *w, double 
         }
     }
     /* linear terms: the constant matrices, and their source-integral columns */
-    spmv_add(f, 0, w, dp, false);
-    spmv_add(f, 2, w, dF, false);
-    if (dFscale) spmv_add(f, 2, w, dFscale, true);
+    csc_add(&f->lin[0], w, dp, NULL);
+    csc_add(&f->lin[2], w, dF, dFscale);
     for (int k = 0; k < f->pts.n; k++)
         if (f->pts.col[k] < f->nsrc) dp[f->pts.row[k]] += f->pts.val[k] * f->s[f->pts.col[k]];
     for (int k = 0; k < f->fts.n; k++)
