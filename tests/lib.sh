@@ -24,6 +24,19 @@ ok() {          # ok STATUS NAME [DIAGNOSTIC...]
     fi
 }
 
+# todo STATUS NAME REASON: a TAP line for a check known to fail because of
+# an engine bug; it does not count as a failure (a pass shows as XPASS so
+# the TODO gets removed).
+todo() {
+    tap_n=$((tap_n + 1))
+    if [ "$1" -eq 0 ]; then echo "ok $tap_n - $2 # TODO $3"; else echo "not ok $tap_n - $2 # TODO $3"; fi
+}
+
+# check_or_todo STATUS NAME MSG REASON: ok when REASON is empty, else todo.
+check_or_todo() {
+    if [ -z "$4" ]; then ok "$1" "$2" "$3"; else todo "$1" "$2" "$4"; fi
+}
+
 skip() {        # skip NAME REASON
     tap_n=$((tap_n + 1))
     echo "ok $tap_n - $1 # SKIP $2"
@@ -37,11 +50,11 @@ run_emnet() {
     err=$(cat "$WORK/stderr")
 }
 
-# check_numeric GOT WANT RELTOL ABSTOL NAME: compare two table files column by
-# column (same header, same rows); passes if every |got-want| <= abstol +
-# reltol*max|want column|.
+# check_table GOT WANT RELTOL ABSTOL NAME [TODO-REASON]: compare two table
+# files column by column (same header, same rows); passes if every
+# |got-want| <= abstol + reltol*max|want column| (a TODO when REASON is set).
 check_table() {
-    local got=$1 want=$2 reltol=$3 abstol=$4 name=$5 msg
+    local got=$1 want=$2 reltol=$3 abstol=$4 name=$5 todo_reason=${6:-} msg
     msg=$(awk -v rt="$reltol" -v at="$abstol" '
         NR == FNR { if (FNR == 1) { hw = $0; next } for (i = 1; i <= NF; i++) W[FNR, i] = $i; nw = FNR;
                     for (i = 2; i <= NF; i++) { a = $i < 0 ? -$i : $i; if (a > pk[i]) pk[i] = a } next }
@@ -51,7 +64,7 @@ check_table() {
         END { if (ng != nw) { print "rows: got " ng ", want " nw; bad = 1 }
               for (i in worst) { print "column " i " off by " worst[i] " at row " wrow[i]; bad = 1 }
               exit bad }' "$want" "$got" 2>&1)
-    ok $? "$name" "$msg"
+    check_or_todo $? "$name" "$msg" "$todo_reason"
 }
 
 # select_cols FILE NAME...: print FILE's columns NAME... (by header) in that

@@ -28,19 +28,6 @@ NETS="$TESTS_DIR/netlists/op"
 EXAMPLES="$top_srcdir/netlists"
 IBM="$top_srcdir/bench/ibmpg"
 
-# todo STATUS NAME REASON: a TAP line for a check known to fail because of
-# an engine bug; it does not count as a failure (a pass shows as XPASS so
-# the TODO gets removed).
-todo() {
-    tap_n=$((tap_n + 1))
-    if [ "$1" -eq 0 ]; then echo "ok $tap_n - $2 # TODO $3"; else echo "not ok $tap_n - $2 # TODO $3"; fi
-}
-
-# check_or_todo STATUS NAME MSG REASON: ok when REASON is empty, else todo.
-check_or_todo() {
-    if [ -z "$4" ]; then ok "$1" "$2" "$3"; else todo "$1" "$2" "$4"; fi
-}
-
 # root(k, g, c): bisection for the smaller root of k x (g - x)^2 = c on
 # [0, g/3], where k x (g - x)^2 rises: the equilibrium of a plate or a
 # plunger pulled across a gap against a spring.
