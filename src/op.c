@@ -150,14 +150,19 @@ static int residual(opsys *o, const double *z, const double *w)
     return 0;
 }
 
+/* The largest magnitudes in each row of the Newton matrix's blocks. */
+typedef struct rows { double *row1, *row1w, *pz, *pw, *row2; } rows;
+
 /* Stamp the Newton matrix's derivative part into K and the rows'
- * largest magnitudes: row1 of R1's (dF/dz, dF/dw - dp/dz), rowp of the
- * momenta's (dp/dz, dp/dw), row2 of R2's (dF/dz).  For a linear circuit
+ * largest magnitudes: row1 of R1's (dF/dz, dF/dw - dp/dz),
+ * row1w of its w block alone, pz and pw of the momenta's dp/dz and dp/dw,
+ * row2 of R2's (dF/dz, which is also R1's z block).  For a linear circuit
  * the formulation's constant matrices are read in place (form.h, lin: the
  * entries they leave out are zero in all four); otherwise the arrays
  * emn_form_derivatives filled on J's whole pattern. */
-static void stamp(opsys *o, double *row1, double *rowp, double *row2)
+static void stamp(opsys *o, const rows *m)
 {
+    double *row1 = m->row1, *row1w = m->row1w, *row2 = m->row2;
     const emn_sparse *J = &o->f->J;
     if (o->Pz) {
         for (int k = 0; k < J->nnz; k++) {
@@ -165,12 +170,14 @@ static void stamp(opsys *o, double *row1, double *rowp, double *row2)
             o->K.Ax[o->kz[k]] += o->Fz[k];
             o->K.Ax[o->kw[k]] += o->Fw[k] - o->Pz[k];
             o->K.Ax[o->k2[k]] += o->Fz[k];
-            rowp[r] = fmax(rowp[r], fmax(fabs(o->Pz[k]), fabs(o->Pw[k])));
+            m->pz[r] = fmax(m->pz[r], fabs(o->Pz[k]));
+            m->pw[r] = fmax(m->pw[r], fabs(o->Pw[k]));
         }
     } else {
         const emn_csc *lin = o->f->lin;
         for (int q = 0; q < 4; q++) {
             const emn_csc *M = &lin[q];
+            double *rowp = q == 0 ? m->pz : m->pw;
             for (int e = 0; e < M->ptr[o->n]; e++) {
                 int k = M->slot[e];
                 double v = M->val[e];
@@ -190,12 +197,20 @@ static void stamp(opsys *o, double *row1, double *rowp, double *row2)
         double fz = o->kz[k] >= 0 ? fabs(o->K.Ax[o->kz[k]]) : 0;
         double fw = o->kw[k] >= 0 ? fabs(o->K.Ax[o->kw[k]]) : 0;
         row1[r] = fmax(row1[r], fmax(fz, fw));
+        row1w[r] = fmax(row1w[r], fw);
         row2[r] = fmax(row2[r], fz);
     }
 }
 
-/* Proximal terms eps dp_j on R1 rows with momenta, by the same reading. */
-static void proximal(opsys *o, const double *row1, const double *rowp)
+/* Proximal terms eps dp_j on R1 rows with momenta, by the same reading.
+ * eps keeps each block of the term (eps dp/dz among R1's dF/dz, eps dp/dw
+ * among its dF/dw - dp/dz) a 1e-10 of the entries already there: weighed
+ * against the whole row instead, a loop with a small capacitor (dF/dz =
+ * 1/C) and an inductor (dp/dw = L) got an eps L that swamped the loop's
+ * resistance, and Newton crawled.  A row whose momentum has no block with
+ * entries of its own beside it is weighed against the row, and a row with
+ * nothing else holds the momentum alone. */
+static void proximal(opsys *o, const rows *m)
 {
     const emn_sparse *J = &o->f->J;
     for (int q = 0; q < (o->Pz ? 1 : 2); q++) {
@@ -204,9 +219,13 @@ static void proximal(opsys *o, const double *row1, const double *rowp)
         for (int e = 0; e < ne; e++) {
             int k = M ? M->slot[e] : e;
             int r = J->Ai[k];
-            if (rowp[r] == 0) continue;
-            double eps = row1[r] > 0 ? 1e-10 * row1[r] / rowp[r] : 1 / rowp[r];
-            o->free1[r] = row1[r] == 0;
+            double rowp = fmax(m->pz[r], m->pw[r]), row1 = m->row1[r];
+            if (rowp == 0) continue;
+            double ratio = INFINITY;
+            if (m->pz[r] > 0 && m->row2[r] > 0) ratio = m->row2[r] / m->pz[r];
+            if (m->pw[r] > 0 && m->row1w[r] > 0) ratio = fmin(ratio, m->row1w[r] / m->pw[r]);
+            double eps = isfinite(ratio) ? 1e-10 * ratio : row1 > 0 ? 1e-10 * row1 / rowp : 1 / rowp;
+            o->free1[r] = row1 == 0;
             o->eps1[r] = eps;
             if (o->Pz) {
                 o->K.Ax[o->kz[k]] += eps * o->Pz[k];
@@ -226,23 +245,21 @@ static int matrix(opsys *o, const double *z, const double *w, int *bad_col)
     int n = o->n;
     if (o->Pz && emn_form_derivatives(o->f, z, w, o->Pz, o->Pw, o->Fz, o->Fw)) return 1;
     emn_sparse_zero(&o->K);
-    double *row1 = emn_xcalloc((size_t)n + 1, sizeof(double)), *rowp = emn_xcalloc((size_t)n + 1, sizeof(double));
-    double *row2 = emn_xcalloc((size_t)n + 1, sizeof(double));
-    stamp(o, row1, rowp, row2);
-    proximal(o, row1, rowp);
+    double *buf = emn_xcalloc(5 * ((size_t)n + 1), sizeof(double));
+    rows m = {buf, buf + n + 1, buf + 2 * (n + 1), buf + 3 * (n + 1), buf + 4 * (n + 1)};
+    stamp(o, &m);
+    proximal(o, &m);
     /* where a combination of coordinates is free (a node's flux against a
      * coil's displacement), the weights decide who absorbs it: a
      * mechanical coordinate keeps its place, an electrical flux or charge
      * (whose origin means nothing) moves */
-    memcpy(o->row2, row2, (size_t)n * sizeof(double));
+    memcpy(o->row2, m.row2, (size_t)n * sizeof(double));
     for (int j = 0; j < n; j++) {
         double wgt = o->f->coord[j].kind == EMN_COORD_MECH ? 1e-3 : 1e-10;
-        o->K.Ax[o->kdiag2[j]] += row2[j] > 0 ? wgt * row2[j] : 1;
-        if (row1[j] == 0 && rowp[j] == 0) o->K.Ax[o->kdiag1[j]] += 1;
+        o->K.Ax[o->kdiag2[j]] += m.row2[j] > 0 ? wgt * m.row2[j] : 1;
+        if (m.row1[j] == 0 && m.pz[j] == 0 && m.pw[j] == 0) o->K.Ax[o->kdiag1[j]] += 1;
     }
-    free(row1);
-    free(rowp);
-    free(row2);
+    free(buf);
     int col = -1;
     if (emn_lu_factor(o->lu, &o->K, &col) < 0) {
         *bad_col = col;

@@ -204,6 +204,9 @@ FLOAT_C='W["v(a)"] = 1; W["v(b)"] = 1e-9 / 4e-9; W["i(v1)"] = -1e-3; W["i(r1)"] 
       W["i(c1)"] = 0; W["i(c2)"] = 0'
 # RL: the inductor shorts node a.
 RL='W["v(in)"] = 5; W["v(a)"] = 0; W["i(v1)"] = -0.5; W["i(r1)"] = 0.5; W["i(l1)"] = 0.5'
+# Small capacitor beside an inductor path: 1.8 V over 2.25 ohm.
+PAD_RLC='W["v(vdd)"] = 1.8; W["v(g)"] = 0.2; W["v(x)"] = 0; W["i(v1)"] = -0.8; W["i(r3)"] = 0.8
+         W["i(r1)"] = 0.8; W["i(l1)"] = 0.8; W["i(c1)"] = 0'
 # Series capacitors: node m keeps its net charge qm = -c1 v(C1) + c2 v(C2)
 # from the initial state, so v(m) = (qm + c1 vs)/(c1 + c2); no current.
 series_c() {
@@ -221,6 +224,7 @@ for form in charge flux; do
     op_case divider $form 1e-9 "" "$DIVIDER"
     op_case float_c $form 1e-9 "" "$FLOAT_C"
     op_case rl $form 1e-9 "" "$RL"
+    op_case pad_rlc $form 1e-9 "" "$PAD_RLC"
     op_case series_c $form 1e-9 "" "$(series_c 0)"
     op_case l_loop $form 1e-9 "" "$(l_loop 0)"
 done
