@@ -1681,6 +1681,62 @@ void emn_form_z_used(const emn_form *f, bool *used)
     }
 }
 
+/* Whether a term of kind k reads its electrical branch only by its rate
+ * (a resistor's current or voltage, a source's power, a capacitor's
+ * voltage in the flux formulation, an inductor's current in the charge
+ * one), or reads its value as a branch whose size means something (a
+ * linear inductor's flux linkage L i, a linear capacitor's charge C v). */
+enum { READS_RATE, READS_BRANCH, READS_OTHER };
+
+static int term_reads(const emn_form *f, const emn_term *tm)
+{
+    const emn_elem *e = &f->c->elems.v[tm->elem];
+    bool flux = f->kind == EMN_FORM_FLUX;
+    if (!tm->linear || e->vexpr) return READS_OTHER;
+    switch (e->kind) {
+    case EMN_R: case EMN_V: case EMN_I: return READS_RATE;
+    case EMN_C: return flux ? READS_RATE : tm->m == 1 ? READS_BRANCH : READS_OTHER;
+    case EMN_L: return !flux ? READS_RATE : tm->m == 1 ? READS_BRANCH : READS_OTHER;
+    default: return READS_OTHER;
+    }
+}
+
+void emn_form_value_slots(const emn_form *f, int *ptr, int **sl)
+{
+    int n = f->n;
+    bool *other = emn_xcalloc((size_t)n + 1, sizeof(bool));
+    int *cnt = emn_xcalloc((size_t)n + 1, sizeof(int));
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = 0; i < f->terms.n; i++) {
+            const emn_term *tm = &f->terms.v[i];
+            int r = term_reads(f, tm);
+            if (r == READS_RATE) continue;
+            for (int a = 0; a < tm->m; a++) {
+                const emn_lmap *m = &f->slots.v[tm->slot[a]];
+                for (int q = 0; q < m->nc; q++) {
+                    int j = m->ci[q];
+                    if (pass == 0 && r == READS_OTHER) other[j] = true;
+                    else if (r == READS_BRANCH) {
+                        if (pass == 0) cnt[j]++;
+                        else if (ptr[j + 1] > ptr[j]) (*sl)[ptr[j] + cnt[j]++] = tm->slot[a];
+                    }
+                }
+            }
+        }
+        if (pass == 0) {
+            ptr[0] = 0;
+            for (int j = 0; j < n; j++) {
+                bool ok = j < f->ne && !other[j];
+                ptr[j + 1] = ptr[j] + (ok ? cnt[j] : 0);
+                cnt[j] = 0;
+            }
+            *sl = emn_xmalloc((size_t)ptr[n] * sizeof(int) + 1);
+        }
+    }
+    free(cnt);
+    free(other);
+}
+
 int emn_form_check_values(emn_form *f, const double *z, double *value)
 {
     const emn_circuit *c = f->c;

@@ -218,6 +218,14 @@ bool emn_form_is_linear(const emn_form *f);
  * Mechanical coordinates always count (x(m) is a signal). */
 void emn_form_z_used(const emn_form *f, bool *used);
 
+/* The branches that give an electrical coordinate's own value a size:
+ * for a coordinate that only linear inductors (flux formulation) or linear
+ * capacitors (charge formulation) read by value, the slots of those
+ * branches, whose values are flux linkages L i or charges C v; none for
+ * any other coordinate.  CSR: coordinate j's slots are
+ * (*sl)[ptr[j] .. ptr[j+1]-1]; ptr has n + 1 entries, *sl is malloc'd. */
+void emn_form_value_slots(const emn_form *f, int *ptr, int **sl);
+
 /* Value and rate of slot `sl` at (z, w) and the time last set. */
 double emn_form_slot_value(const emn_form *f, int sl, const double *z);
 double emn_form_slot_rate(const emn_form *f, int sl, const double *w);

@@ -73,6 +73,11 @@ typedef struct emn_integ {
     double *w_right, *F_right;
     bool have_right;
     bool *zused;            /* coordinates whose own value matters (emn_form_z_used) */
+    /* the branches that give a coordinate's value a size
+     * (emn_form_value_slots), and |value| of each at the trial point and
+     * at the last accepted one */
+    int *vs_ptr, *vs_slot;
+    double *vs_try, *vs_acc;
     double *peak;           /* running max |z|, |p| per coordinate, for mechanical tolerances */
     double *w_abs, *res_abs;    /* absolute tolerances of each velocity and residual */
     double *tol_zy, *tol_zd, *tol_py, *tol_pd;  /* of z, p and their rates (set_tolerances) */

@@ -16,7 +16,9 @@ NETS="$TESTS_DIR/netlists/tran"
 # NET:signals ngspice can name (node voltages, inductor and source
 # currents); they are compared wherever emnet's .print has them
 CASES="rc:v(out)+i(v1) rlc:v(b)+i(l1)+v(a)+v(a,b) ladder_src:v(b)+v(d)+i(l1)+i(l2)+i(v1)+v(a,b)
-       lc_k:i(l1)+i(l2)+v(b)+v(a)+i(v1)"
+       lc_k:i(l1)+i(l2)+v(b)+v(a)+i(v1) pad_pwl:v(g)+v(x)+i(l1)+i(v1)"
+
+PAD_CHARGE_TODO="charge formulation: a loop charge's error is measured against the loop current, not the capacitor charge it sets"
 
 if ! command -v ngspice >/dev/null 2>&1; then
     for case in $CASES; do
@@ -29,17 +31,17 @@ fi
 # ngspice_table NET SIGNAL...: runs NET.cir through ngspice, writes
 # $WORK/NET.ngspice as a table with header "time SIGNAL...".
 ngspice_table() {
-    local net=$1 sigs tstep tstop
+    local net=$1 sigs tstep tstop uic
     shift
     sigs="$*"
-    set -- $(awk 'tolower($1) == ".tran" { print $2, $3 }' "$NETS/$net.cir")
-    tstep=$1 tstop=$2
+    set -- $(awk 'tolower($1) == ".tran" { print $2, $3, (tolower($NF) == "uic" ? "uic" : "") }' "$NETS/$net.cir")
+    tstep=$1 tstop=$2 uic=${3:-}
     # ngspice's internal step is capped at tstep/20 so that linearize (linear
     # interpolation onto the tstep grid) adds nothing near 1e-3
     {
         awk 'tolower($1) != ".print" && tolower($1) != ".end" && tolower($1) != ".tran"' "$NETS/$net.cir"
         echo ".options reltol=1e-6 abstol=1e-15 vntol=1e-12 chgtol=1e-20 method=trap"
-        echo ".tran $tstep $tstop 0 {$tstep/20} uic"
+        echo ".tran $tstep $tstop 0 {$tstep/20} $uic"
         echo ".control"
         echo "run"
         echo "linearize"
@@ -80,9 +82,36 @@ for case in $CASES; do
         printf '%s\n' "$out" | select_cols /dev/stdin $sigs >"$WORK/$net.$form"
         ok $rc "$net $form: emnet runs (exit 0)" "exit status $rc" "$err"
         check_times "$WORK/$net.$form" "$WORK/$net.ngspice" "$net $form: the same output times as ngspice's linearized grid"
+        reason=
+        # the charge formulation holds a loop charge to its current's
+        # motion, h reltol |i|: 0.8 A through the pad loop lets the 2 pF
+        # capacitor's charge drift (196 steps against the flux
+        # formulation's 1,969 at reltol 1e-6; v(x) off by 3e-4 V)
+        [ "$net.$form" = pad_pwl.charge ] && reason=$PAD_CHARGE_TODO
         check_table "$WORK/$net.$form" "$WORK/$net.ngspice" 1e-3 1e-30 \
-            "$net $form: $sigs within 1e-3 of their peaks of ngspice's"
+            "$net $form: $sigs within 1e-3 of their peaks of ngspice's" "$reason"
     done
 done
+
+# The pad at emnet's default tolerances against ngspice's reltol 1e-6
+# grid.  After each of the sixteen corners the integrator restarts with a
+# first-order step; the pad's flux linkage, which only the inductor reads,
+# is held there to reltol of the inductor's own flux linkage L i (as SPICE
+# holds an inductor's), not to the pad voltage's motion over the step,
+# which would halve the restart step again and again at every corner.
+if [ -s "$WORK/pad_pwl.ngspice" ]; then
+    for form in flux charge; do
+        run_emnet -form $form -tran "$NETS/pad_pwl.cir"
+        printf '%s\n' "$out" | select_cols /dev/stdin 'v(g)' 'v(x)' 'i(l1)' 'i(v1)' >"$WORK/pad_pwl.default"
+        reason=
+        [ $form = charge ] && reason=$PAD_CHARGE_TODO
+        check_table "$WORK/pad_pwl.default" "$WORK/pad_pwl.ngspice" 1e-3 1e-30 \
+            "pad_pwl $form, default tolerances: every signal within 1e-3 of its peak of ngspice's reltol 1e-6 run" \
+            "$reason"
+        rej=$(printf '%s\n' "$err" | sed -n 's/.* steps, \([0-9]*\) rejected.*/\1/p')
+        awk -v r="$rej" 'BEGIN { exit !(r != "" && r + 0 < 16) }'
+        ok $? "pad_pwl $form, default tolerances: fewer rejected steps than corners (16)" "rejected: $rej; $err"
+    done
+fi
 
 done_testing

@@ -959,6 +959,93 @@ static void run_bad(const bad_case *bc)
     }
 }
 
+/* emn_form_value_slots: which branches size a coordinate's value.  Flux
+ * formulation: node a is read by L1 alone, b by L1 and L2 (C1 and R2 read
+ * its rate), c by no inductor; d has an inductor but also C(x), which
+ * reads it otherwise, so nothing sizes it.  Charge formulation: each loop
+ * through a linear capacitor is sized by those capacitors' charges. */
+static void value_slots(void)
+{
+    static const char net[] =
+        "vs\n"
+        "V1 in 0 1\n"
+        "R1 in a 1\n"
+        "L1 a b 1m\n"
+        "C1 b 0 1u\n"
+        "L2 b 0 2m\n"
+        "R2 b c 1\n"
+        "C2 c 0 1u\n"
+        "R3 c d 1\n"
+        "L3 d 0 1m\n"
+        "C3 d 0 C='1u/(1-x(m))'\n"
+        "M1 m 1\n"
+        "S1 m 0 1\n";
+    emn_circuit *c = rd(net);
+    emn_form *f = c ? emn_form_build(c, EMN_FORM_FLUX, &d) : NULL;
+    if (!ok(f != NULL, "value_slots: flux formulation builds")) {
+        show_msgs();
+        emn_netlist_free(&c);
+        return;
+    }
+    int *ptr = emn_xcalloc((size_t)f->n + 2, sizeof(int)), *sl = NULL;
+    emn_form_value_slots(f, ptr, &sl);
+    const char *names[] = {"lambda(a)", "lambda(b)", "lambda(c)", "lambda(d)", "x(m)"};
+    const int want[] = {1, 2, 0, 0, 0};
+    for (int i = 0; i < 5; i++) {
+        int j = coord_index(f, names[i]);
+        ok(j >= 0 && ptr[j + 1] - ptr[j] == want[i], "value_slots flux: %s is sized by %d branches (got %d)",
+           names[i], want[i], j >= 0 ? ptr[j + 1] - ptr[j] : -1);
+    }
+    /* the slot of a's branch is L1's flux linkage lambda(a) - lambda(b) */
+    int ja = coord_index(f, "lambda(a)"), jb = coord_index(f, "lambda(b)");
+    if (ja >= 0 && jb >= 0 && ptr[ja + 1] > ptr[ja]) {
+        double *z = emn_xcalloc((size_t)f->n + 1, sizeof(double));
+        z[ja] = 0.7;
+        z[jb] = 0.25;
+        emn_form_set_time(f, 0);
+        ok_close(emn_form_slot_value(f, sl[ptr[ja]], z), 0.45, 1e-15,
+                 "value_slots flux: L1's slot is lambda(a) - lambda(b)");
+        free(z);
+    }
+    free(sl);
+    free(ptr);
+    emn_form_free(&f);
+
+    f = emn_form_build(c, EMN_FORM_CHARGE, &d);
+    if (ok(f != NULL, "value_slots: charge formulation builds")) {
+        ptr = emn_xcalloc((size_t)f->n + 2, sizeof(int));
+        sl = NULL;
+        emn_form_value_slots(f, ptr, &sl);
+        /* a loop is sized exactly when some linear capacitor reads it and
+         * C3(x) does not */
+        int sized = 0, through_c3 = 0;
+        for (int j = 0; j < f->ne; j++) {
+            if (ptr[j + 1] > ptr[j]) sized++;
+            for (int k = ptr[j]; k < ptr[j + 1]; k++)
+                ok(f->slots.v[sl[k]].nc >= 1, "value_slots charge: %s's sizing branch reads coordinates",
+                   f->coord[j].name);
+        }
+        for (int i = 0; i < f->terms.n; i++) {
+            const emn_term *tm = &f->terms.v[i];
+            if (strcmp(c->elems.v[tm->elem].name, "c3") != 0) continue;
+            const emn_lmap *m = &f->slots.v[tm->slot[0]];
+            for (int q = 0; q < m->nc; q++) {
+                through_c3++;
+                ok(ptr[m->ci[q] + 1] == ptr[m->ci[q]], "value_slots charge: %s, read by C3(x), is not sized",
+                   f->coord[m->ci[q]].name);
+            }
+        }
+        ok(sized > 0 && through_c3 > 0, "value_slots charge: some loops sized (%d), some through C3 (%d)", sized,
+           through_c3);
+        free(sl);
+        free(ptr);
+    } else {
+        show_msgs();
+    }
+    emn_form_free(&f);
+    emn_netlist_free(&c);
+}
+
 /* The same for AddressSanitizer builds, whose allocator fills with 0xbe. */
 const char *__asan_default_options(void);
 const char *__asan_default_options(void) { return "malloc_fill_byte=0"; }
@@ -975,6 +1062,7 @@ int main(void)
         else run_case(&cases[i]);
     }
     for (size_t i = 0; i < sizeof bad_cases / sizeof bad_cases[0]; i++) run_bad(&bad_cases[i]);
+    value_slots();
     emn_diag_free(&d);
     return tap_done();
 }
