@@ -1007,19 +1007,12 @@ double emn_form_slot_rate(const emn_form *f, int sl, const double *w)
     return u;
 }
 
-typedef struct { struct { int *v; int n, cap; } row, col; struct { double *v; int n, cap; } val; } trip;
+/* A linear term's coupling of slot sa's coordinates to slot sb's sources:
+ * the four second derivatives (dp/dv, dp/du, dF/dv, dF/du) of the pair. */
+typedef struct { int sa, sb; double d[4]; } tcoupling;
+typedef struct { tcoupling *v; int n, cap; } tcouplings;
 
-static void trip_add(trip *t, int r, int c, double v)
-{
-    if (v == 0) return;
-    EMN_PUSH(t->row, r);
-    EMN_PUSH(t->col, c);
-    EMN_PUSH(t->val, v);
-}
-
-/* Sum a linear term's constant second derivatives into the global
- * matrices and time couplings. */
-static void stamp_linear(emn_form *f, emn_term *tm, trip *pts, trip *fts)
+static void stamp_linear(emn_form *f, emn_term *tm, tcouplings *tc)
 {
     int m = tm->m;
     const emn_tmpl *t = tm->tmpl;
@@ -1038,77 +1031,174 @@ static void stamp_linear(emn_form *f, emn_term *tm, trip *pts, trip *fts)
             double pv = emn_expr_eval(t->pv[a * m + b], loc), pu = emn_expr_eval(t->pu[a * m + b], loc);
             double Fv = emn_expr_eval(t->Fv[a * m + b], loc), Fu = emn_expr_eval(t->Fu[a * m + b], loc);
             if (pv == 0 && pu == 0 && Fv == 0 && Fu == 0) continue;
-            /* column by column, and only into the matrices this pair
-             * has entries in (a resistor's dF/dw alone): a long loop's
-             * block then lands in few stretches of memory */
-            const double d[4] = {pv, pu, Fv, Fu};
-            for (int qb = 0; qb < sb->nc; qb++) {
-                double cb = sb->c[qb];
-                for (int qa = 0; qa < sa->nc; qa++) {
-                    int slot = emn_sparse_find(&f->J, sa->ci[qa], sb->ci[qb]);
-                    double cc = sa->c[qa] * cb;
-                    for (int q = 0; q < 4; q++)
-                        if (d[q] != 0) f->lin_v[q][slot] += cc * d[q];
-                }
-            }
-            for (int qa = 0; qa < sa->nc; qa++) {
-                int j = sa->ci[qa];
-                double ca = sa->c[qa];
-                for (int qb = 0; qb < sb->nd; qb++) {
-                    int s = sb->di[qb];
-                    double cd = ca * sb->d[qb];
-                    trip_add((trip *)pts, j, s, cd * pv);
-                    trip_add((trip *)pts, j, f->nsrc + s, cd * pu);
-                    trip_add((trip *)fts, j, s, cd * Fv);
-                    trip_add((trip *)fts, j, f->nsrc + s, cd * Fu);
-                }
+            if (sa->nc > 0 && (sb->nc > 0 || sb->nd > 0)) {
+                tcoupling c = {tm->slot[a], tm->slot[b], {pv, pu, Fv, Fu}};
+                EMN_PUSH(*tc, c);
             }
         }
     }
 }
 
-/* Sum the entries of t that share a row and a column (of ncol): in the
- * charge formulation every resistor along a source's path stamps the
- * same loop-source pair, and a power grid's couplings would otherwise be
- * summed anew, entry by entry, at every time point.  The result is
- * ordered by column. */
-static void merge_trip(trip *t, int nrow, int ncol)
+/* The four constant matrices (dp/dz, dp/dw, dF/dz, dF/dw of the linear
+ * terms), summed column by column straight into their compressed form:
+ * each coupling's block is listed under the columns it reaches, and a
+ * column is summed in a dense buffer indexed through the positions of
+ * J's column, with no search for an entry's place and no n-by-nnz
+ * scratch matrices.  Contributions to an entry add in term order, as
+ * they would term by term; an entry is kept where its sum is nonzero. */
+static void stamp_matrices(emn_form *f, const tcouplings *tc)
 {
-    int n = t->row.n;
-    if (n < 2) return;
-    int *start = emn_xcalloc((size_t)ncol + 2, sizeof(int));
-    for (int k = 0; k < n; k++) start[t->col.v[k] + 1]++;
-    for (int c = 0; c < ncol; c++) start[c + 1] += start[c];
-    int *order = emn_xmalloc((size_t)n * sizeof(int));
-    for (int k = 0; k < n; k++) order[start[t->col.v[k]]++] = k;
-    int *at = emn_xmalloc(((size_t)nrow + 1) * sizeof(int));
-    for (int r = 0; r < nrow; r++) at[r] = -1;
-    int *row = emn_xmalloc((size_t)n * sizeof(int)), *col = emn_xmalloc((size_t)n * sizeof(int));
-    double *val = emn_xmalloc((size_t)n * sizeof(double));
-    int m = 0, from = 0;
-    for (int c = 0; c < ncol; c++) {
-        int first = m;      /* this column's merged entries start here */
-        for (; from < start[c]; from++) {
-            int k = order[from], r = t->row.v[k];
-            if (at[r] >= first) {
-                val[at[r]] += t->val.v[k];
-            } else {
-                at[r] = m;
-                row[m] = r;
-                col[m] = c;
-                val[m++] = t->val.v[k];
-            }
+    int n = f->n;
+    const emn_sparse *J = &f->J;
+    int *start = emn_xcalloc((size_t)n + 2, sizeof(int));
+    for (int r = 0; r < tc->n; r++) {
+        const emn_lmap *sb = &f->slots.v[tc->v[r].sb];
+        for (int qb = 0; qb < sb->nc; qb++) start[sb->ci[qb] + 1]++;
+    }
+    for (int k = 0; k < n; k++) start[k + 1] += start[k];
+    int *er = emn_xmalloc((size_t)start[n] * sizeof(int) + 1), *eq = emn_xmalloc((size_t)start[n] * sizeof(int) + 1);
+    int *fill = emn_xmalloc(((size_t)n + 1) * sizeof(int));
+    memcpy(fill, start, (size_t)n * sizeof(int));
+    for (int r = 0; r < tc->n; r++) {
+        const emn_lmap *sb = &f->slots.v[tc->v[r].sb];
+        for (int qb = 0; qb < sb->nc; qb++) {
+            int e = fill[sb->ci[qb]]++;
+            er[e] = r;
+            eq[e] = qb;
         }
     }
+    free(fill);
+    int maxc = 0;
+    for (int col = 0; col < n; col++) maxc = J->Ap[col + 1] - J->Ap[col] > maxc ? J->Ap[col + 1] - J->Ap[col] : maxc;
+    double *buf = emn_xcalloc(4 * ((size_t)maxc + 1), sizeof(double));
+    int *pos = emn_xmalloc(((size_t)n + 1) * sizeof(int));
+    /* at most J's entries each: what is never written is never mapped,
+     * and the arrays shrink to size at the end without growing first */
+    int *row[4], *slot[4], cnt[4] = {0, 0, 0, 0};
+    double *val[4];
+    for (int q = 0; q < 4; q++) {
+        f->lin[q].ptr = emn_xcalloc((size_t)n + 1, sizeof(int));
+        row[q] = emn_xmalloc((size_t)J->nnz * sizeof(int) + 1);
+        slot[q] = emn_xmalloc((size_t)J->nnz * sizeof(int) + 1);
+        val[q] = emn_xmalloc((size_t)J->nnz * sizeof(double) + 1);
+    }
+    for (int col = 0; col < n; col++) {
+        int p0 = J->Ap[col], len = J->Ap[col + 1] - p0;
+        for (int k = 0; k < len; k++) pos[J->Ai[p0 + k]] = k;
+        for (int e = start[col]; e < start[col + 1]; e++) {
+            const tcoupling *t = &tc->v[er[e]];
+            const emn_lmap *sa = &f->slots.v[t->sa];
+            double cb = f->slots.v[t->sb].c[eq[e]];
+            for (int qa = 0; qa < sa->nc; qa++) {
+                double cc = sa->c[qa] * cb;
+                double *b = buf + pos[sa->ci[qa]];
+                for (int q = 0; q < 4; q++)
+                    if (t->d[q] != 0) b[q * (maxc + 1)] += cc * t->d[q];
+            }
+        }
+        for (int q = 0; q < 4; q++) {
+            double *b = buf + q * (maxc + 1);
+            for (int k = 0; k < len; k++) {
+                if (b[k] == 0) continue;
+                row[q][cnt[q]] = J->Ai[p0 + k];
+                slot[q][cnt[q]] = p0 + k;
+                val[q][cnt[q]++] = b[k];
+                b[k] = 0;
+            }
+            f->lin[q].ptr[col + 1] = cnt[q];
+        }
+    }
+    for (int q = 0; q < 4; q++) {
+        emn_csc *m = &f->lin[q];
+        /* to size: the matrices stay for the whole run */
+        m->row = emn_xrealloc(row[q], (size_t)cnt[q] * sizeof(int) + 1);
+        m->slot = emn_xrealloc(slot[q], (size_t)cnt[q] * sizeof(int) + 1);
+        m->val = emn_xrealloc(val[q], (size_t)cnt[q] * sizeof(double) + 1);
+        m->cols = emn_xmalloc((size_t)n * sizeof(int) + 1);
+        m->ncols = 0;
+        for (int col = 0; col < n; col++)
+            if (m->ptr[col + 1] > m->ptr[col]) m->cols[m->ncols++] = col;
+    }
+    free(buf);
+    free(pos);
+    free(er);
+    free(eq);
     free(start);
-    free(order);
+}
+
+/* The time couplings of the linear terms, p += Pts [S; s] and
+ * F += Fts [S; s] (S the sources' integrals, s their values), each entry
+ * summed over the terms that share its coordinate and source: in the
+ * charge formulation every resistor along a source's path couples the
+ * same loop to it, and a power grid's 1.9 million contributions sum to
+ * 0.66 million entries.  Source by source, into a dense accumulator over
+ * the coordinates, rather than as triplets sorted afterwards.  Columns
+ * come in order (integrals, then values), rows in the order the terms
+ * first reach them; an entry exists where some contribution is nonzero. */
+static void time_couplings(emn_form *f, const tcouplings *tc)
+{
+    int ns = f->nsrc, n = f->n;
+    int *start = emn_xcalloc((size_t)ns + 2, sizeof(int));
+    for (int r = 0; r < tc->n; r++) {
+        const emn_lmap *sb = &f->slots.v[tc->v[r].sb];
+        for (int qb = 0; qb < sb->nd; qb++) start[sb->di[qb] + 1]++;
+    }
+    for (int k = 0; k < ns; k++) start[k + 1] += start[k];
+    int *er = emn_xmalloc((size_t)start[ns] * sizeof(int) + 1), *eq = emn_xmalloc((size_t)start[ns] * sizeof(int) + 1);
+    int *fill = emn_xmalloc(((size_t)ns + 1) * sizeof(int));
+    memcpy(fill, start, (size_t)ns * sizeof(int));
+    for (int r = 0; r < tc->n; r++) {
+        const emn_lmap *sb = &f->slots.v[tc->v[r].sb];
+        for (int qb = 0; qb < sb->nd; qb++) {
+            int e = fill[sb->di[qb]]++;
+            er[e] = r;
+            eq[e] = qb;
+        }
+    }
+    free(fill);
+    int *at = emn_xmalloc(((size_t)n + 1) * sizeof(int));
+    for (int which = 0; which < 2; which++) {      /* p's couplings, then F's */
+        struct { int *v; int n, cap; } row = {0}, col = {0};
+        struct { double *v; int n, cap; } val = {0};
+        for (int j = 0; j < n; j++) at[j] = -1;
+        for (int half = 0; half < 2; half++) {     /* integral columns, then value columns */
+            int di = 2 * which + half;
+            for (int src = 0; src < ns; src++) {
+                int first = row.n, c = half * ns + src;
+                for (int e = start[src]; e < start[src + 1]; e++) {
+                    const tcoupling *t = &tc->v[er[e]];
+                    const emn_lmap *sa = &f->slots.v[t->sa], *sb = &f->slots.v[t->sb];
+                    double db = sb->d[eq[e]], dv = t->d[di];
+                    for (int qa = 0; qa < sa->nc; qa++) {
+                        double v = sa->c[qa] * db * dv;
+                        if (v == 0) continue;
+                        int j = sa->ci[qa];
+                        if (at[j] >= first) {
+                            val.v[at[j]] += v;
+                        } else {
+                            at[j] = row.n;
+                            EMN_PUSH(row, j);
+                            EMN_PUSH(col, c);
+                            EMN_PUSH(val, v);
+                        }
+                    }
+                }
+            }
+        }
+        /* to size: they stay for the whole run */
+        row.v = emn_xrealloc(row.v, (size_t)row.n * sizeof(int) + 1);
+        col.v = emn_xrealloc(col.v, (size_t)row.n * sizeof(int) + 1);
+        val.v = emn_xrealloc(val.v, (size_t)row.n * sizeof(double) + 1);
+        if (which == 0) {
+            f->pts.row = row.v; f->pts.col = col.v; f->pts.val = val.v; f->pts.n = row.n;
+        } else {
+            f->fts.row = row.v; f->fts.col = col.v; f->fts.val = val.v; f->fts.n = row.n;
+        }
+    }
     free(at);
-    free(t->row.v); free(t->col.v); free(t->val.v);
-    t->row.v = emn_xrealloc(row, (size_t)m * sizeof(int) + 1);
-    t->col.v = emn_xrealloc(col, (size_t)m * sizeof(int) + 1);
-    t->val.v = emn_xrealloc(val, (size_t)m * sizeof(double) + 1);
-    t->row.n = t->col.n = t->val.n = m;
-    t->row.cap = t->col.cap = t->val.cap = m;
+    free(er);
+    free(eq);
+    free(start);
 }
 
 /* J's pattern: every coordinate pair that shares a term, and the
@@ -1331,20 +1421,15 @@ emn_form *emn_form_build(const emn_circuit *c, emn_form_kind kind, emn_diag *d)
     }
 
     build_pattern(f);
-    int nnz = f->J.nnz;
-    /* the four constant matrices, each on J's entries while the linear
-     * terms are summed, then compressed (a matrix no term reaches is
-     * never touched: calloc's pages stay unmapped) */
-    for (int q = 0; q < 4; q++) f->lin_v[q] = emn_xcalloc((size_t)nnz + 1, sizeof(double));
     f->p0 = emn_xcalloc((size_t)f->n + 1, sizeof(double));
     f->f0 = emn_xcalloc((size_t)f->n + 1, sizeof(double));
     f->pt = emn_xcalloc((size_t)f->n + 1, sizeof(double));
     f->ft = emn_xcalloc((size_t)f->n + 1, sizeof(double));
-    trip pts = {0}, fts = {0};
+    tcouplings tcs = {0};
     struct { int *v; int n, cap; } nl = {0};
     for (int i = 0; i < f->terms.n; i++) {
         emn_term *tm = &f->terms.v[i];
-        if (tm->linear) stamp_linear(f, tm, &pts, &fts);
+        if (tm->linear) stamp_linear(f, tm, &tcs);
         else {
             EMN_PUSH(nl, i);
             compile_template(f->ar, tm->tmpl);
@@ -1376,45 +1461,10 @@ emn_form *emn_form_build(const emn_circuit *c, emn_form_kind kind, emn_diag *d)
         nloc += 2 * f->terms.v[nl.v[i]].m + NPARAM + 2;
     }
     f->tloc = emn_xcalloc((size_t)nloc + 1, sizeof(double));
-    merge_trip(&pts, f->n, 2 * f->nsrc);
-    merge_trip(&fts, f->n, 2 * f->nsrc);
-    f->pts.row = pts.row.v; f->pts.col = pts.col.v; f->pts.val = pts.val.v; f->pts.n = pts.row.n;
-    f->fts.row = fts.row.v; f->fts.col = fts.col.v; f->fts.val = fts.val.v; f->fts.n = fts.row.n;
+    time_couplings(f, &tcs);
 
-    /* the four constant matrices compressed to their own nonzeros, column
-     * by column, from the stamps (an entry of J's pattern is rarely
-     * nonzero in more than one: a resistor's only in dF/dw, a
-     * capacitor's only in dp/dw); slot keeps each entry's place in J */
-    for (int q = 0; q < 4; q++) {
-        emn_csc *m = &f->lin[q];
-        int cnt = 0;
-        const double *lv = f->lin_v[q];
-        for (int k = 0; k < nnz; k++) if (lv[k] != 0) cnt++;
-        m->ptr = emn_xcalloc((size_t)f->n + 1, sizeof(int));
-        m->row = emn_xmalloc((size_t)cnt * sizeof(int) + 1);
-        m->slot = emn_xmalloc((size_t)cnt * sizeof(int) + 1);
-        m->val = emn_xmalloc((size_t)cnt * sizeof(double) + 1);
-        cnt = 0;
-        for (int col = 0; col < f->n; col++) {
-            for (int k = f->J.Ap[col]; k < f->J.Ap[col + 1]; k++) {
-                double v = lv[k];
-                if (v == 0) continue;
-                m->row[cnt] = f->J.Ai[k];
-                m->slot[cnt] = k;
-                m->val[cnt++] = v;
-            }
-            m->ptr[col + 1] = cnt;
-        }
-        m->cols = emn_xmalloc((size_t)f->n * sizeof(int) + 1);
-        m->ncols = 0;
-        for (int col = 0; col < f->n; col++)
-            if (m->ptr[col + 1] > m->ptr[col]) m->cols[m->ncols++] = col;
-    }
-
-    for (int q = 0; q < 4; q++) {     /* the stamps: only the compressed matrices are kept */
-        free(f->lin_v[q]);
-        f->lin_v[q] = NULL;
-    }
+    stamp_matrices(f, &tcs);
+    free(tcs.v);
 
     /* which sources' integrals are used: a time coupling of a linear term,
      * an offset of a branch or node, or a nonlinear term's source slot */
@@ -1465,7 +1515,6 @@ void emn_form_free(emn_form **pf)
         free(f->lin[q].ptr); free(f->lin[q].row); free(f->lin[q].val); free(f->lin[q].cols);
         free(f->lin[q].slot);
     }
-    for (int q = 0; q < 4; q++) free(f->lin_v[q]);
     free(f->need_int);
     emn_arena_free(&f->ar);
     free(f);

@@ -138,7 +138,6 @@ typedef struct emn_form {
      * term's, summed), each compressed to its own nonzeros, column by
      * column: the only copy, for evaluation and the Newton matrix */
     emn_csc lin[4];
-    double *lin_v[4];   /* while building only: the four stamped on J's pattern */
     bool *need_int;     /* per source: its integral is used somewhere */
     int *nonlinear;     /* indices of nonlinear terms */
     int nnonlinear;
