@@ -1039,6 +1039,36 @@ static void stamp_linear(emn_form *f, emn_term *tm, tcouplings *tc)
     }
 }
 
+/* The couplings listed by what their slot sb reaches: its coordinates
+ * (nb = n), or its sources (nb = nsrc).  Entry e of bucket k (start[k] <=
+ * e < start[k + 1]) is coupling er[e] through sb's term eq[e], in coupling
+ * order.  Returns start; the caller frees start, *er and *eq. */
+static int *bucket_couplings(const emn_form *f, const tcouplings *tc, bool sources, int nb, int **er, int **eq)
+{
+    int *start = emn_xcalloc((size_t)nb + 2, sizeof(int));
+    for (int r = 0; r < tc->n; r++) {
+        const emn_lmap *sb = &f->slots.v[tc->v[r].sb];
+        int cnt = sources ? sb->nd : sb->nc;
+        for (int q = 0; q < cnt; q++) start[(sources ? sb->di[q] : sb->ci[q]) + 1]++;
+    }
+    for (int k = 0; k < nb; k++) start[k + 1] += start[k];
+    *er = emn_xmalloc((size_t)start[nb] * sizeof(int) + 1);
+    *eq = emn_xmalloc((size_t)start[nb] * sizeof(int) + 1);
+    int *fill = emn_xmalloc(((size_t)nb + 1) * sizeof(int));
+    memcpy(fill, start, (size_t)nb * sizeof(int));
+    for (int r = 0; r < tc->n; r++) {
+        const emn_lmap *sb = &f->slots.v[tc->v[r].sb];
+        int cnt = sources ? sb->nd : sb->nc;
+        for (int q = 0; q < cnt; q++) {
+            int e = fill[sources ? sb->di[q] : sb->ci[q]]++;
+            (*er)[e] = r;
+            (*eq)[e] = q;
+        }
+    }
+    free(fill);
+    return start;
+}
+
 /* The four constant matrices (dp/dz, dp/dw, dF/dz, dF/dw of the linear
  * terms), summed column by column straight into their compressed form:
  * each coupling's block is listed under the columns it reaches, and a
@@ -1050,24 +1080,7 @@ static void stamp_matrices(emn_form *f, const tcouplings *tc)
 {
     int n = f->n;
     const emn_sparse *J = &f->J;
-    int *start = emn_xcalloc((size_t)n + 2, sizeof(int));
-    for (int r = 0; r < tc->n; r++) {
-        const emn_lmap *sb = &f->slots.v[tc->v[r].sb];
-        for (int qb = 0; qb < sb->nc; qb++) start[sb->ci[qb] + 1]++;
-    }
-    for (int k = 0; k < n; k++) start[k + 1] += start[k];
-    int *er = emn_xmalloc((size_t)start[n] * sizeof(int) + 1), *eq = emn_xmalloc((size_t)start[n] * sizeof(int) + 1);
-    int *fill = emn_xmalloc(((size_t)n + 1) * sizeof(int));
-    memcpy(fill, start, (size_t)n * sizeof(int));
-    for (int r = 0; r < tc->n; r++) {
-        const emn_lmap *sb = &f->slots.v[tc->v[r].sb];
-        for (int qb = 0; qb < sb->nc; qb++) {
-            int e = fill[sb->ci[qb]]++;
-            er[e] = r;
-            eq[e] = qb;
-        }
-    }
-    free(fill);
+    int *er, *eq, *start = bucket_couplings(f, tc, false, n, &er, &eq);
     int maxc = 0;
     for (int col = 0; col < n; col++) maxc = J->Ap[col + 1] - J->Ap[col] > maxc ? J->Ap[col + 1] - J->Ap[col] : maxc;
     double *buf = emn_xcalloc(4 * ((size_t)maxc + 1), sizeof(double));
@@ -1138,24 +1151,7 @@ static void stamp_matrices(emn_form *f, const tcouplings *tc)
 static void time_couplings(emn_form *f, const tcouplings *tc)
 {
     int ns = f->nsrc, n = f->n;
-    int *start = emn_xcalloc((size_t)ns + 2, sizeof(int));
-    for (int r = 0; r < tc->n; r++) {
-        const emn_lmap *sb = &f->slots.v[tc->v[r].sb];
-        for (int qb = 0; qb < sb->nd; qb++) start[sb->di[qb] + 1]++;
-    }
-    for (int k = 0; k < ns; k++) start[k + 1] += start[k];
-    int *er = emn_xmalloc((size_t)start[ns] * sizeof(int) + 1), *eq = emn_xmalloc((size_t)start[ns] * sizeof(int) + 1);
-    int *fill = emn_xmalloc(((size_t)ns + 1) * sizeof(int));
-    memcpy(fill, start, (size_t)ns * sizeof(int));
-    for (int r = 0; r < tc->n; r++) {
-        const emn_lmap *sb = &f->slots.v[tc->v[r].sb];
-        for (int qb = 0; qb < sb->nd; qb++) {
-            int e = fill[sb->di[qb]]++;
-            er[e] = r;
-            eq[e] = qb;
-        }
-    }
-    free(fill);
+    int *er, *eq, *start = bucket_couplings(f, tc, true, ns, &er, &eq);
     int *at = emn_xmalloc(((size_t)n + 1) * sizeof(int));
     for (int which = 0; which < 2; which++) {      /* p's couplings, then F's */
         struct { int *v; int n, cap; } row = {0}, col = {0};
