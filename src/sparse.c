@@ -288,9 +288,16 @@ static int factor_full(emn_lu *lu, const emn_sparse *A, int *bad_col)
         return -1;
     }
     klu_rcond(lu->sym, lu->num, &lu->common);
-    klu_rgrowth(A->Ap, A->Ai, A->Ax, lu->sym, lu->num, &lu->common);
     lu->rcond = lu->rcond_full = lu->common.rcond;
-    lu->rgrowth_full = lu->common.rgrowth;
+    /* The pivot growth is only a yardstick for later refactorizations:
+     * one that keeps a copy of its values measures it when the first
+     * comes (a linear operating point never refactors); one that shares
+     * its analysis and keeps no values measures it now. */
+    lu->rgrowth_full = -1;
+    if (lu->share) {
+        klu_rgrowth(A->Ap, A->Ai, A->Ax, lu->sym, lu->num, &lu->common);
+        lu->rgrowth_full = lu->common.rgrowth;
+    }
     lu->valid = true;
     return 0;
 }
@@ -314,6 +321,10 @@ int emn_lu_factor(emn_lu *lu, const emn_sparse *A, int *bad_col)
     size_t bytes = (size_t)A->nnz * sizeof *A->Ax;
     if (!lu->share) {
         if (lu->valid && memcmp(lu->Ax, A->Ax, bytes) == 0) return 0;
+        if (lu->valid && lu->rgrowth_full < 0) {   /* from the values it was factored with */
+            klu_rgrowth(lu->Ap, lu->Ai, lu->Ax, lu->sym, lu->num, &lu->common);
+            lu->rgrowth_full = lu->common.rgrowth;
+        }
         memcpy(lu->Ax, A->Ax, bytes);
     }
 
