@@ -46,6 +46,7 @@
  * arena; the map only points at them. */
 typedef struct strmap {
     const char **key;
+    uint32_t *hash;         /* of each key: a probe compares strings only when these agree */
     int *val;
     int cap, n;
 } strmap;
@@ -60,14 +61,24 @@ static uint32_t hash_name(const char *s, size_t n)
 static int map_find(const strmap *m, const char *k, size_t n)
 {
     if (!m->cap) return -1;
-    for (uint32_t i = hash_name(k, n) & (uint32_t)(m->cap - 1);; i = (i + 1) & (uint32_t)(m->cap - 1)) {
+    uint32_t h = hash_name(k, n);
+    for (uint32_t i = h & (uint32_t)(m->cap - 1);; i = (i + 1) & (uint32_t)(m->cap - 1)) {
         const char *key = m->key[i];
         if (!key) return -1;
-        if (strncmp(key, k, n) == 0 && key[n] == '\0') return m->val[i];
+        if (m->hash[i] == h && strncmp(key, k, n) == 0 && key[n] == '\0') return m->val[i];
     }
 }
 
-static void map_put(strmap *m, const char *k, int v);
+/* Place key k (hash h) with value v; the table has room. */
+static void map_place(strmap *m, const char *k, uint32_t h, int v)
+{
+    uint32_t i = h & (uint32_t)(m->cap - 1);
+    while (m->key[i] && (m->hash[i] != h || strcmp(m->key[i], k) != 0)) i = (i + 1) & (uint32_t)(m->cap - 1);
+    if (!m->key[i]) m->n++;
+    m->key[i] = k;
+    m->hash[i] = h;
+    m->val[i] = v;
+}
 
 /* Move the keys into a table of cap slots (a power of two). */
 static void map_rehash(strmap *m, int cap)
@@ -75,10 +86,12 @@ static void map_rehash(strmap *m, int cap)
     strmap g = {0};
     g.cap = cap;
     g.key = emn_xcalloc((size_t)g.cap, sizeof *g.key);
+    g.hash = emn_xcalloc((size_t)g.cap, sizeof *g.hash);
     g.val = emn_xcalloc((size_t)g.cap, sizeof *g.val);
     for (int i = 0; i < m->cap; i++)
-        if (m->key[i]) map_put(&g, m->key[i], m->val[i]);
+        if (m->key[i]) map_place(&g, m->key[i], m->hash[i], m->val[i]);
     free(m->key);
+    free(m->hash);
     free(m->val);
     *m = g;
 }
@@ -86,12 +99,7 @@ static void map_rehash(strmap *m, int cap)
 static void map_put(strmap *m, const char *k, int v)
 {
     if (2 * (m->n + 1) > m->cap) map_rehash(m, m->cap ? 2 * m->cap : 16);
-    size_t n = strlen(k);
-    uint32_t i = hash_name(k, n) & (uint32_t)(m->cap - 1);
-    while (m->key[i] && strcmp(m->key[i], k) != 0) i = (i + 1) & (uint32_t)(m->cap - 1);
-    if (!m->key[i]) m->n++;
-    m->key[i] = k;
-    m->val[i] = v;
+    map_place(m, k, hash_name(k, strlen(k)), v);
 }
 
 /* Room for n keys without rehashing on the way. */
@@ -106,6 +114,7 @@ static void map_reserve(strmap *m, int n)
 static void map_free(strmap *m)
 {
     free(m->key);
+    free(m->hash);
     free(m->val);
     *m = (strmap){0};
 }
