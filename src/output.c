@@ -52,7 +52,7 @@ enum {
     EMN_OUT_MAX_OPEN = 16,          /* writers open at once (registry size) */
     EMN_OUT_BUF_BYTES = 1 << 16,    /* buffer size, unless one row needs more */
     EMN_OUT_COUNT_WIDTH = 20,       /* digits reserved for the raw point count */
-    EMN_OUT_E9_MAX = 24,            /* longest format_e9 text, with slack */
+    EMN_OUT_E9_MAX = EMN_OUT_E9_LEN, /* longest format_e9 text, with slack */
     EMN_OUT_E16_MAX = 32            /* longest "%.16e" text, with slack */
 };
 #define EMN_OUT_FLUSH_SECONDS 0.1
@@ -280,6 +280,12 @@ static int format_e9(char *out, double x)
     memcpy(p, pairs + 2 * ue, 2);
     p += 2;
     return (int)(p - out);
+}
+
+int emn_out_format_e9(char *out, double x)
+{
+    init_p10();
+    return format_e9(out, x);
 }
 
 /* ------------------------------------------------------------ writers */

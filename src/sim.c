@@ -805,8 +805,14 @@ int emn_sim_op(const emn_circuit *c, emn_form_kind kind, emn_diag *d, FILE *out)
         branch_duals(&S, z, w);
         emn_form_rates(f, z, w, dp, dF, S.pidot);
         compute_signals(&S, z, w, S.val[0]);
-        for (int k = 0; k < S.nsig; k++)
-            fprintf(out, "%s %.9e\n", S.names[k], S.val[0][k]);
+        for (int k = 0; k < S.nsig; k++) {     /* as "%s %.9e\n", a line at a time */
+            char num[EMN_OUT_E9_LEN];
+            int len = emn_out_format_e9(num, S.val[0][k]);
+            fputs(S.names[k], out);
+            putc(' ', out);
+            fwrite(num, 1, (size_t)len, out);
+            putc('\n', out);
+        }
         free(dp);
         free(dF);
     }
