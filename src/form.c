@@ -1007,8 +1007,10 @@ double emn_form_slot_rate(const emn_form *f, int sl, const double *w)
     return u;
 }
 
-/* A linear term's coupling of slot sa's coordinates to slot sb's sources:
- * the four second derivatives (dp/dv, dp/du, dF/dv, dF/du) of the pair. */
+/* A linear term's coupling of slot a to slot b: the four second
+ * derivatives (dp/dv, dp/du, dF/dv, dF/du) of the pair, which reach the
+ * constant matrices through b's coordinates and the time couplings
+ * through b's sources (stamp_matrices, time_couplings). */
 typedef struct { int sa, sb; double d[4]; } tcoupling;
 typedef struct { tcoupling *v; int n, cap; } tcouplings;
 

@@ -10,9 +10,11 @@ function say(ok, what, got) { printf "%-8s %-58s %s\n", ok == "" ? "NOT RUN" : v
 	st[c] = $7; nw[c] = $9; un[c] = $2; ee[c] = $15; ne[c] = $16
 	# Growth is judged on user + system time where GNU time gave it: on a
 	# shared machine wall time also measures the neighbours.
+	# A size whose run took no measurable time (0.00 s) says nothing of
+	# its time per step and is left out.
 	if (num($7) && $7 > 0) {
-		if (num($20)) { tps[c] = $20 / $7; tkind = "CPU" }
-		else if (num($3)) tps[c] = $3 / $7
+		if (num($20)) { if ($20 > 0) { tps[c] = $20 / $7; tkind = "CPU" } }
+		else if (num($3) && $3 > 0) tps[c] = $3 / $7
 	}
 	# emnet's own timer (ms resolution) for runs too short for GNU time
 	if (num($22) && num($7) && $7 > 0) own[c] = $22 / $7
