@@ -30,8 +30,11 @@
  * charge grow like V t and I t under DC, a motor's angle without bound,
  * and shifting any of them changes nothing physical.  So a coordinate's
  * error is measured against its motion per step, h |velocity|, with
- * SPICE's abstol, vntol and chgtol for electrical coordinates and a
- * thousandth of the largest velocity seen so far for mechanical ones.
+ * SPICE's abstol and vntol for electrical coordinates and a thousandth
+ * of the largest velocity seen so far for mechanical ones.  chgtol is a
+ * charge's floor as in SPICE, reltol * chgtol: on its own, a loop charge
+ * behind a 2 pF capacitor could drift by 1e-14 C (5 mV) every step,
+ * whatever reltol asked for.
  * Momenta (flux linkages of loops, charges of nodes, mechanical momenta)
  * do have a meaningful size.  Electrical tolerances are set once;
  * mechanical ones follow the peaks (mech_tolerances). */
@@ -40,11 +43,11 @@ static void set_tolerances(emn_integ *it)
     const emn_integ_opts *o = &it->o;
     for (int j = 0; j < it->f->ne; j++) {
         if (it->f->coord[j].kind == EMN_COORD_LOOP) {
-            it->tol_zy[j] = o->chgtol; it->tol_zd[j] = o->abstol;      /* C, A */
-            it->tol_py[j] = 0; it->tol_pd[j] = o->vntol;               /* V s, V */
+            it->tol_zy[j] = o->reltol * o->chgtol; it->tol_zd[j] = o->abstol;      /* C, A */
+            it->tol_py[j] = 0; it->tol_pd[j] = o->vntol;                           /* V s, V */
         } else {
-            it->tol_zy[j] = 0; it->tol_zd[j] = o->vntol;               /* V s, V */
-            it->tol_py[j] = o->chgtol; it->tol_pd[j] = o->abstol;      /* C, A */
+            it->tol_zy[j] = 0; it->tol_zd[j] = o->vntol;                           /* V s, V */
+            it->tol_py[j] = o->reltol * o->chgtol; it->tol_pd[j] = o->abstol;      /* C, A */
         }
     }
 }
