@@ -1728,24 +1728,21 @@ void emn_form_z_used(const emn_form *f, bool *used)
     }
 }
 
-/* Whether a term of kind k reads its electrical branch only by its rate
- * (a resistor's current or voltage, a source's power, a capacitor's
- * voltage in the flux formulation, an inductor's current in the charge
- * one), or reads its value as a branch whose size means something (a
- * linear inductor's flux linkage L i, a linear capacitor's charge C v). */
+/* How a term reads its slots, from its own Lagrangian, dissipation and
+ * power: by their rates only (a resistor, a source's power, a capacitor
+ * in the flux formulation, an inductor in the charge one); by the value
+ * of its one slot, quadratically, as a linear inductor's flux linkage L i
+ * or a linear capacitor's charge C v is read; or by values otherwise. */
 enum { READS_RATE, READS_BRANCH, READS_OTHER };
 
-static int term_reads(const emn_form *f, const emn_term *tm)
+static int term_reads(const emn_term *tm)
 {
-    const emn_elem *e = &f->c->elems.v[tm->elem];
-    bool flux = f->kind == EMN_FORM_FLUX;
-    if (!tm->linear || e->vexpr) return READS_OTHER;
-    switch (e->kind) {
-    case EMN_R: case EMN_V: case EMN_I: return READS_RATE;
-    case EMN_C: return flux ? READS_RATE : tm->m == 1 ? READS_BRANCH : READS_OTHER;
-    case EMN_L: return !flux ? READS_RATE : tm->m == 1 ? READS_BRANCH : READS_OTHER;
-    default: return READS_OTHER;
-    }
+    const emn_tmpl *t = tm->tmpl;
+    bool value = false;
+    for (int a = 0; a < tm->m && !value; a++)      /* locals 0..m-1 are the slots' values */
+        value = emn_expr_depends(t->L, a) || emn_expr_depends(t->D, a) || emn_expr_depends(t->P, a);
+    if (!value) return READS_RATE;
+    return tm->linear && tm->m == 1 ? READS_BRANCH : READS_OTHER;
 }
 
 void emn_form_value_slots(const emn_form *f, int *ptr, int **sl)
@@ -1756,7 +1753,7 @@ void emn_form_value_slots(const emn_form *f, int *ptr, int **sl)
     for (int pass = 0; pass < 2; pass++) {
         for (int i = 0; i < f->terms.n; i++) {
             const emn_term *tm = &f->terms.v[i];
-            int r = term_reads(f, tm);
+            int r = term_reads(tm);
             if (r == READS_RATE) continue;
             for (int a = 0; a < tm->m; a++) {
                 const emn_lmap *m = &f->slots.v[tm->slot[a]];
