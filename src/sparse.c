@@ -215,6 +215,18 @@ emn_lu *emn_lu_new(void)
     /* Stop at the first zero pivot: a singular matrix is a modelling error
      * to report (with its column), never a factorization to solve with. */
     lu->common.halt_if_singular = 1;
+    /* No row scaling, as in SPICE.  A passive network's Newton matrix
+     * (a C + G + Gamma / a in the flux formulation) is symmetric and
+     * diagonally dominant, and stays so as elimination proceeds, so its
+     * diagonal always passes the threshold test and the factors keep the
+     * fill AMD planned for.  Scaling each row by its largest entry breaks
+     * that: where a node joined by a strong link to one that leads on
+     * through a weak one is eliminated, the scaled diagonal falls far
+     * below the column's other entries and the pivot leaves the diagonal.
+     * ibmpg1t's consistent-velocity matrix (a = 1e20) factored that way
+     * into 1.9 M entries of L and U instead of 0.38 M, and each corner's
+     * solve with it cost five ordinary ones. */
+    lu->common.scale = 0;
     lu->n = -1;
     return lu;
 }
@@ -287,6 +299,9 @@ static int factor_full(emn_lu *lu, const emn_sparse *A, int *bad_col)
         lu->rcond = 0;
         return -1;
     }
+    /* pivot k is A(Pnum[k], Q[k]): on the diagonal when the two agree */
+    lu->stats.offdiag = 0;
+    for (int k = 0; k < lu->n; k++) lu->stats.offdiag += lu->num->Pnum[k] != lu->sym->Q[k];
     klu_rcond(lu->sym, lu->num, &lu->common);
     lu->rcond = lu->rcond_full = lu->common.rcond;
     /* The pivot growth is only a yardstick for later refactorizations:

@@ -59,6 +59,7 @@ typedef struct emn_lu_stats {
     long factors;           /* klu_factor calls (full, with pivoting) */
     long refactors;         /* klu_refactor calls */
     long solves;
+    long offdiag;           /* pivots off the diagonal in the last full factorization */
 } emn_lu_stats;
 
 emn_lu *emn_lu_new(void);

@@ -346,6 +346,57 @@ static void test_large_build(void)
     emn_sparse_free(&A);
 }
 
+/* The Newton matrix of a passive network is symmetric and diagonally
+ * dominant (a weighted Laplacian plus grounded terms), and elimination
+ * keeps it so: every diagonal pivot passes the threshold test, and the
+ * factors keep the fill the ordering planned.  A grid with conductances
+ * over six decades, and a tenth of its nodes grounded through 1e10 (a
+ * capacitor's a C when a is huge, as for consistent velocities), is where
+ * row scaling would push pivots off the diagonal. */
+static void test_network(void)
+{
+    int side = 60, n = side * side;
+    emn_sparse A;
+    emn_sparse_init(&A, n);
+    for (int j = 0; j < n; j++) {
+        emn_sparse_reserve(&A, j, j);
+        if (j % side) emn_sparse_reserve(&A, j - 1, j), emn_sparse_reserve(&A, j, j - 1);
+        if (j >= side) emn_sparse_reserve(&A, j - side, j), emn_sparse_reserve(&A, j, j - side);
+    }
+    emn_sparse_finalize(&A);
+    double *g = emn_xcalloc((size_t)A.nnz, sizeof *g), *d = emn_xcalloc((size_t)n, sizeof *d);
+    for (int j = 0; j < n; j++) {
+        d[j] = rnd() % 10 == 0 ? 1e10 : 1e-6 * pow(10, 3 * rnd_unit());
+        for (int p = A.Ap[j]; p < A.Ap[j + 1]; p++) {
+            int i = A.Ai[p];
+            if (i >= j) continue;
+            /* one conductance per link, both triangles */
+            double gl = pow(10, 3 * rnd_unit());
+            g[p] = -gl;
+            for (int q = A.Ap[i]; q < A.Ap[i + 1]; q++)
+                if (A.Ai[q] == j) g[q] = -gl;
+            d[i] += gl;
+            d[j] += gl;
+        }
+    }
+    for (int j = 0; j < n; j++)
+        for (int p = A.Ap[j]; p < A.Ap[j + 1]; p++) A.Ax[p] = A.Ai[p] == j ? d[j] : g[p];
+    double *b = emn_xmalloc((size_t)n * sizeof *b), *x = emn_xmalloc((size_t)n * sizeof *x);
+    for (int i = 0; i < n; i++) b[i] = x[i] = rnd_unit();
+    emn_lu *lu = emn_lu_new();
+    const emn_lu_stats *st = emn_lu_get_stats(lu);
+    ok(emn_lu_factor(lu, &A, NULL) == 0 && emn_lu_solve(lu, x) == 0, "network: factor and solve");
+    ok(st->offdiag == 0, "network: every pivot on the diagonal (%ld off it)", st->offdiag);
+    double res = residual(&A, x, b);
+    ok(res < 1e-12, "network: ||Ax-b||/||b|| = %.3g < 1e-12", res);
+    emn_lu_free(&lu);
+    free(b);
+    free(x);
+    free(g);
+    free(d);
+    emn_sparse_free(&A);
+}
+
 /* A circuit can end up with no unknowns at all. */
 static void test_empty(void)
 {
@@ -369,6 +420,7 @@ int main(void)
     test_refactor_path();
     test_singular();
     test_tridiagonal();
+    test_network();
     test_large_build();
     return tap_done();
 }
