@@ -225,8 +225,10 @@ emn_lu *emn_lu_new(void)
      * below the column's other entries and the pivot leaves the diagonal.
      * ibmpg1t's consistent-velocity matrix (a = 1e20) factored that way
      * into 1.9 M entries of L and U instead of 0.38 M, and each corner's
-     * solve with it cost five ordinary ones. */
-    lu->common.scale = 0;
+     * solve with it cost five ordinary ones.  -1 also skips KLU's check
+     * of the input, a pass over the matrix with each refactorization:
+     * emn_sparse_finalize builds only sorted columns without duplicates. */
+    lu->common.scale = -1;
     lu->n = -1;
     return lu;
 }
