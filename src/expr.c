@@ -21,6 +21,7 @@
 #include "config.h"
 #include "expr.h"
 
+#include <assert.h>
 #include <limits.h>
 #include <math.h>
 #include <stdint.h>
@@ -1137,6 +1138,7 @@ struct emn_prog {
     int nreg;
     double *reg;        /* the register file; constants stay in it */
     int nout, *out;     /* the registers of the results */
+    double *breg;       /* emn_prog_eval_batch's, EMN_PROG_BATCH lanes a register */
 };
 
 /* Compilation: every distinct computation once.  `seen` maps expression
@@ -1350,6 +1352,46 @@ void emn_prog_eval(emn_prog *p, const double *vars, double *out)
     for (int k = 0; k < p->nout; k++) out[k] = r[p->out[k]];
 }
 
+void emn_prog_eval_batch(emn_prog *p, int nb, const double *vars, double *out)
+{
+    enum { B = EMN_PROG_BATCH };
+    assert(nb >= 0 && nb <= B);
+    if (!p->breg) {
+        /* every lane of a constant's register holds the constant; the
+         * others are written before they are read */
+        p->breg = emn_xmalloc(((size_t)p->nreg * B + 1) * sizeof(double));
+        for (int r = 0; r < p->nreg; r++)
+            for (int k = 0; k < B; k++) p->breg[(size_t)r * B + k] = p->reg[r];
+    }
+    double *R = p->breg;
+    memcpy(R, vars, (size_t)p->nvar * B * sizeof(double));
+    for (const prog_insn *in = p->v, *end = p->v + p->n; in < end; in++) {
+        const double *x = R + (size_t)in->a * B, *y = R + (size_t)in->b * B;
+        double *d = R + (size_t)in->d * B;
+        switch (in->op) {
+        case T_NEG: for (int k = 0; k < nb; k++) d[k] = -x[k]; break;
+        case T_CALL1: for (int k = 0; k < nb; k++) d[k] = apply((emn_func)in->fn, 1, &x[k]); break;
+        case T_POWK: for (int k = 0; k < nb; k++) d[k] = power(x[k], in->num); break;
+        case T_ADD: for (int k = 0; k < nb; k++) d[k] = x[k] + y[k]; break;
+        case T_SUB: for (int k = 0; k < nb; k++) d[k] = x[k] - y[k]; break;
+        case T_MUL: for (int k = 0; k < nb; k++) d[k] = x[k] * y[k]; break;
+        case T_DIV: for (int k = 0; k < nb; k++) d[k] = x[k] / y[k]; break;
+        case T_POW: for (int k = 0; k < nb; k++) d[k] = power(x[k], y[k]); break;
+        case T_ATAN2: for (int k = 0; k < nb; k++) d[k] = atan2(x[k], y[k]); break;
+        case T_MIN2:
+        case T_MAX2:
+            for (int k = 0; k < nb; k++) {
+                double q[2] = {x[k], y[k]};
+                d[k] = min_max(in->op == T_MAX2, 2, q);
+            }
+            break;
+        default: for (int k = 0; k < nb; k++) d[k] = NAN; break;
+        }
+    }
+    for (int o = 0; o < p->nout; o++)
+        memcpy(out + (size_t)o * B, R + (size_t)p->out[o] * B, (size_t)nb * sizeof(double));
+}
+
 int emn_prog_length(const emn_prog *p) { return p->n; }
 
 void emn_prog_free(emn_prog **pp)
@@ -1357,6 +1399,7 @@ void emn_prog_free(emn_prog **pp)
     if (!pp || !*pp) return;
     free((*pp)->v);
     free((*pp)->reg);
+    free((*pp)->breg);
     free((*pp)->out);
     free(*pp);
     *pp = NULL;

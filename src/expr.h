@@ -144,6 +144,13 @@ void emn_tape_free(emn_tape **t);
 typedef struct emn_prog emn_prog;
 emn_prog *emn_prog_compile(const emn_expr *const *roots, int nroots, int nvar);
 void emn_prog_eval(emn_prog *p, const double *vars, double *out);
+/* The same for nb <= EMN_PROG_BATCH sets of variables at once, each
+ * result bit for bit what emn_prog_eval gives: variable v of set k is
+ * vars[v * EMN_PROG_BATCH + k], result o goes to out[o * EMN_PROG_BATCH + k].
+ * Each operation runs over the whole batch, so the dispatch is paid once
+ * per batch, not once per set. */
+#define EMN_PROG_BATCH 64
+void emn_prog_eval_batch(emn_prog *p, int nb, const double *vars, double *out);
 int emn_prog_length(const emn_prog *p);
 void emn_prog_free(emn_prog **p);
 

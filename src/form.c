@@ -1412,6 +1412,8 @@ emn_form *emn_form_build(const emn_circuit *c, emn_form_kind kind, emn_diag *d)
     free(src_slot_of);
     free(kgroup);
     f->scratch = emn_xcalloc((size_t)(2 * maxm + NPARAM + 2 + 4 * maxm * maxm + 1), sizeof(double));
+    f->bvars = emn_xcalloc((size_t)(2 * maxm + NPARAM + 2) * EMN_PROG_BATCH, sizeof(double));
+    f->bout = emn_xcalloc(((size_t)2 * maxm + (size_t)maxm * maxm) * EMN_PROG_BATCH, sizeof(double));
 
     if (check_storage(f, d) < 0) {
         emn_form_free(&f);
@@ -1509,6 +1511,7 @@ void emn_form_free(emn_form **pf)
     free(f->fts.row); free(f->fts.col); free(f->fts.val);
     free(f->nonlinear); free(f->tloc_off); free(f->tloc);
     free(f->scratch);
+    free(f->bvars); free(f->bout);
     for (int q = 0; q < 4; q++) {
         free(f->lin[q].ptr); free(f->lin[q].row); free(f->lin[q].val); free(f->lin[q].cols);
         free(f->lin[q].slot);
@@ -1617,6 +1620,30 @@ static void csc_add(const emn_csc *M, const double *x, double *y, double *scale)
     }
 }
 
+/* The nonlinear terms from the i0-th on that share its template, at most
+ * EMN_PROG_BATCH of them, into f->bvars, one row a local: their locals
+ * computed at (z, w) and kept in f->tloc, or with z NULL taken from there;
+ * with a, the Newton matrix's leading coefficient and its inverse set as
+ * the last two locals.  Returns how many. */
+static int batch(emn_form *f, int i0, const double *z, const double *w, const double *a)
+{
+    const emn_tmpl *t = f->terms.v[f->nonlinear[i0]].tmpl;
+    int nb = 0;
+    for (int i = i0; i < f->nnonlinear && nb < EMN_PROG_BATCH; i++, nb++) {
+        const emn_term *tm = &f->terms.v[f->nonlinear[i]];
+        if (tm->tmpl != t) break;
+        int nv = 2 * tm->m + NPARAM + 2;
+        double *loc = f->tloc + f->tloc_off[i];     /* kept for emn_form_jacobian_last */
+        if (z) emn_form_term_locals(f, tm, z, w, loc);
+        if (a) {
+            loc[nv - 2] = a[0];
+            loc[nv - 1] = 1 / a[0];
+        }
+        for (int v = 0; v < nv; v++) f->bvars[v * EMN_PROG_BATCH + nb] = loc[v];
+    }
+    return nb;
+}
+
 int emn_form_eval(emn_form *f, const double *z, const double *w, double *p, double *F,
                   double *scale, int *bad_term)
 {
@@ -1627,24 +1654,24 @@ int emn_form_eval(emn_form *f, const double *z, const double *w, double *p, doub
         for (int j = 0; j < n; j++) scale[j] = fabs(f->pt[j]) + fabs(f->ft[j]);
     /* the constant part: p += Apz z + Apw w, F += Afz z + Afw w */
     for (int q = 0; q < 4; q++) csc_add(&f->lin[q], q & 1 ? w : z, q < 2 ? p : F, scale);
-    for (int i = 0; i < f->nnonlinear; i++) {
-        const emn_term *tm = &f->terms.v[f->nonlinear[i]];
-        const emn_tmpl *t = tm->tmpl;
-        double *loc = f->tloc + f->tloc_off[i];     /* kept for emn_form_jacobian_last */
-        emn_form_term_locals(f, tm, z, w, loc);
-        double *pF = f->scratch;
-        emn_prog_eval(t->pPF, loc, pF);
-        for (int a = 0; a < tm->m; a++) {
-            double pa = pF[a], Fa = pF[tm->m + a];
-            if (!isfinite(pa) || !isfinite(Fa)) {
-                if (bad_term) *bad_term = f->nonlinear[i];
-                return 1;
-            }
-            const emn_lmap *s = &f->slots.v[tm->slot[a]];
-            for (int q = 0; q < s->nc; q++) {
-                p[s->ci[q]] += s->c[q] * pa;
-                F[s->ci[q]] += s->c[q] * Fa;
-                if (scale) scale[s->ci[q]] += fabs(s->c[q]) * (fabs(pa) + fabs(Fa));
+    for (int i0 = 0, nb; i0 < f->nnonlinear; i0 += nb) {
+        nb = batch(f, i0, z, w, NULL);
+        emn_prog_eval_batch(f->terms.v[f->nonlinear[i0]].tmpl->pPF, nb, f->bvars, f->bout);
+        for (int i = i0; i < i0 + nb; i++) {
+            const emn_term *tm = &f->terms.v[f->nonlinear[i]];
+            const double *pF = f->bout + (i - i0);
+            for (int a = 0; a < tm->m; a++) {
+                double pa = pF[a * EMN_PROG_BATCH], Fa = pF[(tm->m + a) * EMN_PROG_BATCH];
+                if (!isfinite(pa) || !isfinite(Fa)) {
+                    if (bad_term) *bad_term = f->nonlinear[i];
+                    return 1;
+                }
+                const emn_lmap *s = &f->slots.v[tm->slot[a]];
+                for (int q = 0; q < s->nc; q++) {
+                    p[s->ci[q]] += s->c[q] * pa;
+                    F[s->ci[q]] += s->c[q] * Fa;
+                    if (scale) scale[s->ci[q]] += fabs(s->c[q]) * (fabs(pa) + fabs(Fa));
+                }
             }
         }
     }
@@ -1674,27 +1701,25 @@ static int jacobian(emn_form *f, const double *z, const double *w, double a, boo
         int nq = M->ptr[f->n];
         for (int k = 0; k < nq; k++) J->Ax[M->slot[k]] += coef[q] * M->val[k];
     }
-    double *Jl = f->scratch;
-    for (int i = 0; i < f->nnonlinear; i++) {
-        const emn_term *tm = &f->terms.v[f->nonlinear[i]];
-        const emn_tmpl *t = tm->tmpl;
-        int m = tm->m;
-        double *loc = f->tloc + f->tloc_off[i];
-        if (!saved) emn_form_term_locals(f, tm, z, w, loc);
-        loc[2 * m + NPARAM] = a;
-        loc[2 * m + NPARAM + 1] = ia;
-        emn_prog_eval(t->pJ, loc, Jl);
-        for (int q = 0; q < m * m; q++)
-            if (!isfinite(Jl[q])) return 1;
-        const int *jh = tm->jh;
-        for (int ai = 0; ai < m; ai++) {
-            const emn_lmap *sa = &f->slots.v[tm->slot[ai]];
-            for (int bi = 0; bi < m; bi++) {
-                const emn_lmap *sb = &f->slots.v[tm->slot[bi]];
-                double v = Jl[ai * m + bi];
-                for (int qa = 0; qa < sa->nc; qa++)
-                    for (int qb = 0; qb < sb->nc; qb++, jh++)
-                        J->Ax[*jh] += sa->c[qa] * sb->c[qb] * v;
+    for (int i0 = 0, nb; i0 < f->nnonlinear; i0 += nb) {
+        nb = batch(f, i0, saved ? NULL : z, w, &a);
+        emn_prog_eval_batch(f->terms.v[f->nonlinear[i0]].tmpl->pJ, nb, f->bvars, f->bout);
+        for (int i = i0; i < i0 + nb; i++) {
+            const emn_term *tm = &f->terms.v[f->nonlinear[i]];
+            int m = tm->m;
+            const double *Jl = f->bout + (i - i0);
+            for (int q = 0; q < m * m; q++)
+                if (!isfinite(Jl[q * EMN_PROG_BATCH])) return 1;
+            const int *jh = tm->jh;
+            for (int ai = 0; ai < m; ai++) {
+                const emn_lmap *sa = &f->slots.v[tm->slot[ai]];
+                for (int bi = 0; bi < m; bi++) {
+                    const emn_lmap *sb = &f->slots.v[tm->slot[bi]];
+                    double v = Jl[(ai * m + bi) * EMN_PROG_BATCH];
+                    for (int qa = 0; qa < sa->nc; qa++)
+                        for (int qb = 0; qb < sb->nc; qb++, jh++)
+                            J->Ax[*jh] += sa->c[qa] * sb->c[qb] * v;
+                }
             }
         }
     }

@@ -144,6 +144,9 @@ typedef struct emn_form {
     double *tloc;       /* their locals at the last emn_form_eval, from tloc_off[i] */
     int *tloc_off;
     double *scratch;    /* per-term local workspace */
+    /* a batch of terms of one template: their locals and results, one
+     * row of EMN_PROG_BATCH lanes per local or result */
+    double *bvars, *bout;
     double t;
 } emn_form;
 

@@ -805,6 +805,28 @@ static void test_prog(emn_arena *ar)
         if (same == nraw) good++;
     }
     ok(good == n, "program of the raw cases equals the trees");
+    /* a batch: every lane equals its tree, a full batch and then a short
+     * one, with lanes where v1 = 0 (division by zero, 0^-1) among them */
+    enum { B = EMN_PROG_BATCH };
+    static double bv[4 * B], bo[8 * B];
+    for (int nb = B, round = 0; round < 2; round++, nb = 5) {
+        double xs[B][4];
+        for (int k = 0; k < nb; k++) {
+            xs[k][0] = 0;
+            xs[k][1] = k % 4 == 3 ? 0 : uniform(0.1, 2);
+            xs[k][2] = uniform(0.1, 2);
+            xs[k][3] = uniform(-2, 2);
+            for (int v = 0; v < 4; v++) bv[v * B + k] = xs[k][v];
+        }
+        emn_prog_eval_batch(p, nb, bv, bo);
+        int lanes = 0;
+        for (int k = 0; k < nb; k++) {
+            int same = 0;
+            for (int r = 0; r < nraw; r++) same += same_double(bo[r * B + k], emn_expr_eval(raw[r], xs[k]));
+            lanes += same == nraw;
+        }
+        ok(lanes == nb, "a batch of %d: %d lanes equal the trees", nb, lanes);
+    }
     emn_prog_free(&p);
     /* sharing: C(x) = eps a/(g0 - x) and its derivative need g0 - x once;
      * a root given twice costs nothing more */
