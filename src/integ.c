@@ -148,13 +148,15 @@ void emn_integ_free(emn_integ **pit)
 void emn_integ_lu_stats(const emn_integ *it, long *factors, long *refactors)
 {
     const emn_lu_stats *s = emn_lu_get_stats(it->lu);
+    /* an L D L' factorization keeps the order of its analysis: it counts
+     * with the refactorizations */
     *factors = s->factors;
-    *refactors = s->refactors;
+    *refactors = s->refactors + s->ldl;
     for (int k = 0; k < EMN_LU_CACHE; k++)
         if (it->cache_lu[k]) {
             s = emn_lu_get_stats(it->cache_lu[k]);
             *factors += s->factors;
-            *refactors += s->refactors;
+            *refactors += s->refactors + s->ldl;
         }
 }
 

@@ -26,11 +26,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <float.h>
+
 #if defined(HAVE_SUITESPARSE_KLU_H)
+#include <suitesparse/cholmod.h>
 #include <suitesparse/klu.h>
 #elif defined(HAVE_KLU_H)
+#include <cholmod.h>
 #include <klu.h>
 #else
+#include <suitesparse/cholmod.h>
 #include <suitesparse/klu.h>
 #endif
 
@@ -192,9 +197,19 @@ struct emn_lu {
     int n, nnz;
     int *Ap, *Ai;
     double *Ax;
-    bool valid;             /* num is a good factorization of Ax */
+    bool valid;             /* num (or ldl) is a good factorization of Ax */
     double rcond;           /* of the last factorization, full or not */
     double rcond_full, rgrowth_full;    /* of the last full one */
+    /* A symmetric positive definite matrix is factored P A P' = L D L'
+     * instead, by CHOLMOD in the order of its own analysis: no pivot
+     * search, half the entries to store and to stream through per solve. */
+    cholmod_common *cc;
+    cholmod_factor *ldl_sym;    /* the pattern's analysis (the owner's) */
+    int *mirror;                /* the owner's: where each entry's transpose is, or -1 */
+    cholmod_factor *ldl;
+    bool use_ldl;               /* the valid factorization is ldl, not num */
+    bool ldl_failed;            /* not positive definite once: KLU from then on */
+    double *work;               /* n, for the LDL' solve */
     emn_lu_stats stats;
 };
 
@@ -259,10 +274,23 @@ static void drop_symbolic(emn_lu *lu)
     lu->sym_owned = false;
 }
 
+/* The LDL' objects of the pattern no longer held. */
+static void drop_ldl(emn_lu *lu)
+{
+    if (lu->cc) {
+        cholmod_free_factor(&lu->ldl, lu->cc);
+        cholmod_free_factor(&lu->ldl_sym, lu->cc);
+    }
+    free(lu->mirror);
+    lu->mirror = NULL;
+    lu->use_ldl = lu->ldl_failed = false;
+}
+
 static void analyze(emn_lu *lu, const emn_sparse *A)
 {
     klu_free_numeric(&lu->num, &lu->common);
     drop_symbolic(lu);
+    drop_ldl(lu);
     lu->valid = false;
     lu->n = A->n;
     lu->nnz = A->nnz;
@@ -319,6 +347,153 @@ static int factor_full(emn_lu *lu, const emn_sparse *A, int *bad_col)
     return 0;
 }
 
+/* ------------------------------------------------------------- LDL' */
+
+/* For each entry (i, j) of the owner's pattern, the position of (j, i),
+ * or -1: made once per pattern, so that symmetry is one pass over values. */
+static const int *mirror(emn_lu *o)
+{
+    if (o->mirror) return o->mirror;
+    o->mirror = emn_xmalloc(((size_t)o->nnz + 1) * sizeof(int));
+    for (int j = 0; j < o->n; j++)
+        for (int p = o->Ap[j]; p < o->Ap[j + 1]; p++) {
+            int i = o->Ai[p], lo = o->Ap[i], hi = o->Ap[i + 1] - 1;
+            o->mirror[p] = -1;
+            while (lo <= hi) {      /* row j in column i: rows are sorted */
+                int mid = lo + (hi - lo) / 2;
+                if (o->Ai[mid] == j) {
+                    o->mirror[p] = mid;
+                    break;
+                }
+                if (o->Ai[mid] < j) lo = mid + 1;
+                else hi = mid - 1;
+            }
+        }
+    return o->mirror;
+}
+
+/* Whether A may be symmetric positive definite: its diagonal positive
+ * (checked first, without the mirror), its values symmetric. */
+static bool maybe_spd(emn_lu *lu, const emn_sparse *A)
+{
+    for (int j = 0; j < A->n; j++) {
+        double d = 0;
+        for (int p = A->Ap[j]; p < A->Ap[j + 1]; p++)
+            if (A->Ai[p] == j) d = A->Ax[p];
+        if (!(d > 0)) return false;
+    }
+    const int *m = mirror(lu->share ? lu->share : lu);
+    for (int p = 0; p < A->nnz; p++)
+        if (m[p] < 0 || A->Ax[m[p]] != A->Ax[p]) return false;
+    return true;
+}
+
+static void cholmod_memory(const cholmod_common *cc)
+{
+    if (cc->status == CHOLMOD_OUT_OF_MEMORY || cc->status == CHOLMOD_TOO_LARGE) {
+        fprintf(stderr, "emnet: error: out of memory (sparse LDL' factorization)\n");
+        exit(3);
+    }
+}
+
+static cholmod_common *ldl_common(emn_lu *lu)
+{
+    if (!lu->cc) {
+        lu->cc = emn_xcalloc(1, sizeof *lu->cc);
+        cholmod_start(lu->cc);
+        lu->cc->print = 0;                      /* stdout is the results' */
+        lu->cc->supernodal = CHOLMOD_SIMPLICIAL;
+        lu->cc->final_ll = 0;                   /* L D L', no square roots */
+        lu->cc->nmethods = 1;                   /* AMD, as KLU orders */
+        lu->cc->method[0].ordering = CHOLMOD_AMD;
+    }
+    return lu->cc;
+}
+
+/* A's upper triangle as CHOLMOD reads it, without a copy. */
+static cholmod_sparse upper(const emn_sparse *A)
+{
+    cholmod_sparse S = {0};
+    S.nrow = S.ncol = (size_t)A->n;
+    S.nzmax = (size_t)A->nnz;
+    S.p = A->Ap;
+    S.i = A->Ai;
+    S.x = A->Ax;
+    S.stype = 1;
+    S.itype = CHOLMOD_INT;
+    S.xtype = CHOLMOD_REAL;
+    S.dtype = CHOLMOD_DOUBLE;
+    S.sorted = 1;
+    S.packed = 1;
+    return S;
+}
+
+/* L D L' of a symmetric A.  Returns 0, or -1 if a pivot is not positive
+ * and clearly above rounding of its diagonal entry (the matrix is
+ * indefinite or singular to working precision: KLU decides, and names
+ * the column if it is singular). */
+static int factor_ldl(emn_lu *lu, const emn_sparse *A)
+{
+    emn_lu *o = lu->share ? lu->share : lu;
+    cholmod_sparse S = upper(A);
+    if (!o->ldl_sym) {
+        o->ldl_sym = cholmod_analyze(&S, ldl_common(o));
+        cholmod_memory(o->cc);
+        if (!o->ldl_sym) return -1;
+    }
+    cholmod_common *cc = ldl_common(lu);
+    if (!lu->ldl) {
+        lu->ldl = cholmod_copy_factor(o->ldl_sym, cc);
+        cholmod_memory(cc);
+        if (!lu->ldl) return -1;
+        lu->work = emn_xrealloc(lu->work, ((size_t)A->n + 1) * sizeof(double));
+    }
+    if (lu->use_ldl) lu->use_ldl = lu->valid = false;   /* refactored in place */
+    cholmod_factorize(&S, lu->ldl, cc);
+    cholmod_memory(cc);
+    lu->stats.ldl++;
+    if (cc->status != CHOLMOD_OK || lu->ldl->minor < (size_t)A->n) return -1;
+    const int *Lp = lu->ldl->p, *P = lu->ldl->Perm, *m = mirror(o);
+    const double *Lx = lu->ldl->x;
+    double lo = INFINITY, hi = 0;
+    for (int k = 0; k < A->n; k++) {
+        int j = P[k];
+        double d = Lx[Lp[k]], ajj = 0;
+        for (int p = A->Ap[j]; p < A->Ap[j + 1]; p++)
+            if (m[p] == p) ajj = A->Ax[p];
+        if (!(d > DBL_EPSILON * fabs(ajj)) || !isfinite(d)) return -1;
+        lo = fmin(lo, d);
+        hi = fmax(hi, d);
+    }
+    klu_free_numeric(&lu->num, &lu->common);
+    lu->rcond = lo / hi;
+    lu->use_ldl = lu->valid = true;
+    return 0;
+}
+
+/* b = A^-1 b from P A P' = L D L' (L unit lower triangular, D on its
+ * diagonal): L y = P b, then L' (P x) = D^-1 y. */
+static void solve_ldl(emn_lu *lu, double *b)
+{
+    const cholmod_factor *L = lu->ldl;
+    const int *Lp = L->p, *Li = L->i, *Lnz = L->nz, *P = L->Perm;
+    const double *Lx = L->x;
+    double *y = lu->work;
+    int n = lu->n;
+    for (int k = 0; k < n; k++) y[k] = b[P[k]];
+    for (int j = 0; j < n; j++) {
+        double yj = y[j];
+        if (yj != 0)
+            for (int p = Lp[j] + 1, end = Lp[j] + Lnz[j]; p < end; p++) y[Li[p]] -= Lx[p] * yj;
+    }
+    for (int j = n - 1; j >= 0; j--) {
+        double x = y[j] / Lx[Lp[j]];
+        for (int p = Lp[j] + 1, end = Lp[j] + Lnz[j]; p < end; p++) x -= Lx[p] * y[Li[p]];
+        y[j] = x;
+    }
+    for (int k = 0; k < n; k++) b[P[k]] = y[k];
+}
+
 int emn_lu_factor(emn_lu *lu, const emn_sparse *A, int *bad_col)
 {
     assert(A->Ap && "emn_lu_factor before emn_sparse_finalize");
@@ -338,12 +513,17 @@ int emn_lu_factor(emn_lu *lu, const emn_sparse *A, int *bad_col)
     size_t bytes = (size_t)A->nnz * sizeof *A->Ax;
     if (!lu->share) {
         if (lu->valid && memcmp(lu->Ax, A->Ax, bytes) == 0) return 0;
-        if (lu->valid && lu->rgrowth_full < 0) {   /* from the values it was factored with */
+        if (lu->valid && !lu->use_ldl && lu->rgrowth_full < 0) {   /* from the values it was factored with */
             klu_rgrowth(lu->Ap, lu->Ai, lu->Ax, lu->sym, lu->num, &lu->common);
             lu->rgrowth_full = lu->common.rgrowth;
         }
         memcpy(lu->Ax, A->Ax, bytes);
     }
+    if (!lu->ldl_failed && maybe_spd(lu, A)) {
+        if (factor_ldl(lu, A) == 0) return 0;
+        lu->ldl_failed = true;
+    }
+    if (lu->use_ldl) lu->use_ldl = lu->valid = false;      /* KLU from scratch */
 
     if (lu->valid) {
         lu->valid = false;
@@ -372,6 +552,10 @@ int emn_lu_solve(emn_lu *lu, double *b)
     if (!lu->valid) return -1;
     lu->stats.solves++;
     if (lu->n == 0) return 0;
+    if (lu->use_ldl) {
+        solve_ldl(lu, b);
+        return 0;
+    }
     return klu_solve(lu->sym, lu->num, lu->n, 1, b, &lu->common) ? 0 : -1;
 }
 
@@ -380,7 +564,12 @@ double emn_lu_rcond(emn_lu *lu)
     return lu->valid ? lu->rcond : 0.0;
 }
 
-size_t emn_lu_bytes(const emn_lu *lu) { return lu->common.memusage; }
+size_t emn_lu_bytes(const emn_lu *lu)
+{
+    size_t b = lu->common.memusage;
+    if (lu->ldl) b += lu->ldl->nzmax * (sizeof(double) + sizeof(int)) + lu->ldl->n * 4 * sizeof(int);
+    return b;
+}
 
 const emn_lu_stats *emn_lu_get_stats(const emn_lu *lu)
 {
@@ -393,6 +582,10 @@ void emn_lu_free(emn_lu **plu)
     emn_lu *lu = *plu;
     klu_free_numeric(&lu->num, &lu->common);
     drop_symbolic(lu);
+    drop_ldl(lu);
+    if (lu->cc) cholmod_finish(lu->cc);
+    free(lu->cc);
+    free(lu->work);
     free(lu->Ap);
     free(lu->Ai);
     free(lu->Ax);

@@ -60,6 +60,7 @@ typedef struct emn_lu_stats {
     long refactors;         /* klu_refactor calls */
     long solves;
     long offdiag;           /* pivots off the diagonal in the last full factorization */
+    long ldl;               /* L D L' factorizations tried (symmetric matrices) */
 } emn_lu_stats;
 
 emn_lu *emn_lu_new(void);

@@ -255,9 +255,10 @@ static void test_singular(void)
     int rc = emn_lu_factor(lu, &A, &bad);
     ok(rc == -1 && (bad == 4 || bad == 5), "singular: dependent columns reported (%d)", bad);
 
-    /* a good matrix again after a singular one */
+    /* a good matrix again after a singular one (not symmetric: KLU's, whose
+     * refactorization comes next) */
     for (int j = 0; j < n; j++)
-        for (int p = A.Ap[j]; p < A.Ap[j + 1]; p++) A.Ax[p] = A.Ai[p] == j ? 3.0 : -1.0;
+        for (int p = A.Ap[j]; p < A.Ap[j + 1]; p++) A.Ax[p] = A.Ai[p] == j ? 3.0 : A.Ai[p] < j ? -1.0 : -0.5;
     double x[6], bb[6];
     for (int i = 0; i < n; i++) x[i] = bb[i] = i + 1;
     ok(emn_lu_factor(lu, &A, &bad) == 0 && bad == -1 && emn_lu_solve(lu, x) == 0
@@ -346,54 +347,127 @@ static void test_large_build(void)
     emn_sparse_free(&A);
 }
 
-/* The Newton matrix of a passive network is symmetric and diagonally
- * dominant (a weighted Laplacian plus grounded terms), and elimination
- * keeps it so: every diagonal pivot passes the threshold test, and the
- * factors keep the fill the ordering planned.  A grid with conductances
- * over six decades, and a tenth of its nodes grounded through 1e10 (a
- * capacitor's a C when a is huge, as for consistent velocities), is where
- * row scaling would push pivots off the diagonal. */
-static void test_network(void)
+/* The Newton matrix of a passive network is diagonally dominant (a
+ * weighted Laplacian plus grounded terms), in rows and columns, and
+ * elimination keeps it so: every diagonal pivot passes KLU's threshold
+ * test, and the factors keep the fill the ordering planned.  A grid with
+ * conductances over six decades, and a tenth of its nodes grounded
+ * through 1e10 (a capacitor's a C when a is huge, as for consistent
+ * velocities), is where row scaling would push pivots off the diagonal.
+ * With symmetric values it is positive definite and factored L D L'; with
+ * the lower triangle's couplings weakened by a factor `lower` it is
+ * KLU's.  A is made from the seed given. */
+static void network(emn_sparse *A, int side, double lower, unsigned long long seed)
 {
-    int side = 60, n = side * side;
-    emn_sparse A;
-    emn_sparse_init(&A, n);
+    rng_state = seed;
+    int n = side * side;
+    emn_sparse_init(A, n);
     for (int j = 0; j < n; j++) {
-        emn_sparse_reserve(&A, j, j);
-        if (j % side) emn_sparse_reserve(&A, j - 1, j), emn_sparse_reserve(&A, j, j - 1);
-        if (j >= side) emn_sparse_reserve(&A, j - side, j), emn_sparse_reserve(&A, j, j - side);
+        emn_sparse_reserve(A, j, j);
+        if (j % side) emn_sparse_reserve(A, j - 1, j), emn_sparse_reserve(A, j, j - 1);
+        if (j >= side) emn_sparse_reserve(A, j - side, j), emn_sparse_reserve(A, j, j - side);
     }
-    emn_sparse_finalize(&A);
-    double *g = emn_xcalloc((size_t)A.nnz, sizeof *g), *d = emn_xcalloc((size_t)n, sizeof *d);
+    emn_sparse_finalize(A);
+    double *g = emn_xcalloc((size_t)A->nnz, sizeof *g), *d = emn_xcalloc((size_t)n, sizeof *d);
     for (int j = 0; j < n; j++) {
         d[j] = rnd() % 10 == 0 ? 1e10 : 1e-6 * pow(10, 3 * rnd_unit());
-        for (int p = A.Ap[j]; p < A.Ap[j + 1]; p++) {
-            int i = A.Ai[p];
+        for (int p = A->Ap[j]; p < A->Ap[j + 1]; p++) {
+            int i = A->Ai[p];
             if (i >= j) continue;
-            /* one conductance per link, both triangles */
+            /* one conductance per link: (i, j) above the diagonal, (j, i) below */
             double gl = pow(10, 3 * rnd_unit());
             g[p] = -gl;
-            for (int q = A.Ap[i]; q < A.Ap[i + 1]; q++)
-                if (A.Ai[q] == j) g[q] = -gl;
+            for (int q = A->Ap[i]; q < A->Ap[i + 1]; q++)
+                if (A->Ai[q] == j) g[q] = -lower * gl;
             d[i] += gl;
             d[j] += gl;
         }
     }
     for (int j = 0; j < n; j++)
-        for (int p = A.Ap[j]; p < A.Ap[j + 1]; p++) A.Ax[p] = A.Ai[p] == j ? d[j] : g[p];
-    double *b = emn_xmalloc((size_t)n * sizeof *b), *x = emn_xmalloc((size_t)n * sizeof *x);
-    for (int i = 0; i < n; i++) b[i] = x[i] = rnd_unit();
-    emn_lu *lu = emn_lu_new();
-    const emn_lu_stats *st = emn_lu_get_stats(lu);
-    ok(emn_lu_factor(lu, &A, NULL) == 0 && emn_lu_solve(lu, x) == 0, "network: factor and solve");
-    ok(st->offdiag == 0, "network: every pivot on the diagonal (%ld off it)", st->offdiag);
-    double res = residual(&A, x, b);
-    ok(res < 1e-12, "network: ||Ax-b||/||b|| = %.3g < 1e-12", res);
-    emn_lu_free(&lu);
-    free(b);
-    free(x);
+        for (int p = A->Ap[j]; p < A->Ap[j + 1]; p++) A->Ax[p] = A->Ai[p] == j ? d[j] : g[p];
     free(g);
     free(d);
+}
+
+static void test_network(void)
+{
+    for (int sym = 0; sym < 2; sym++) {
+        emn_sparse A;
+        network(&A, 60, sym ? 1.0 : 1 - 1e-6, 12346);     /* row-scaled, two pivots leave it */
+        int n = A.n;
+        double *b = emn_xmalloc((size_t)n * sizeof *b), *x = emn_xmalloc((size_t)n * sizeof *x);
+        for (int i = 0; i < n; i++) b[i] = x[i] = rnd_unit();
+        emn_lu *lu = emn_lu_new();
+        const emn_lu_stats *st = emn_lu_get_stats(lu);
+        const char *what = sym ? "network, symmetric" : "network";
+        ok(emn_lu_factor(lu, &A, NULL) == 0 && emn_lu_solve(lu, x) == 0, "%s: factor and solve", what);
+        if (sym) ok(st->ldl == 1 && st->factors == 0, "%s: factored L D L' (%ld), not by KLU (%ld)", what, st->ldl, st->factors);
+        else ok(st->ldl == 0 && st->factors == 1 && st->offdiag == 0,
+                "%s: by KLU, every pivot on the diagonal (%ld off it)", what, st->offdiag);
+        double res = residual(&A, x, b);
+        ok(res < 1e-12, "%s: ||Ax-b||/||b|| = %.3g < 1e-12", what, res);
+        emn_lu_free(&lu);
+        free(b);
+        free(x);
+        emn_sparse_free(&A);
+    }
+}
+
+
+/* Symmetric matrices that are not positive definite go to KLU: an
+ * indefinite one is solved there, a singular one reported with a column;
+ * and one LU moves between L D L' and KLU as its values lose and regain
+ * their symmetry. */
+static void test_ldl(void)
+{
+    int n = 50;
+    emn_sparse A;
+    emn_sparse_init(&A, n);
+    for (int j = 0; j < n; j++) {
+        emn_sparse_reserve(&A, j, j);
+        if (j) emn_sparse_reserve(&A, j - 1, j), emn_sparse_reserve(&A, j, j - 1);
+    }
+    emn_sparse_finalize(&A);
+    double b[50], x[50];
+    /* indefinite with a positive diagonal (eigenvalues 1 - 3 cos(k pi/51)):
+     * L D L' is tried and meets a negative pivot; with a negative diagonal
+     * entry it is not even tried */
+    for (int neg = 0; neg < 2; neg++) {
+        for (int j = 0; j < n; j++)
+            for (int p = A.Ap[j]; p < A.Ap[j + 1]; p++)
+                A.Ax[p] = A.Ai[p] != j ? -1.5 : neg && j % 2 ? -3.0 : neg ? 3.0 : 1.0;
+        for (int i = 0; i < n; i++) b[i] = x[i] = rnd_unit();
+        emn_lu *lu = emn_lu_new();
+        const emn_lu_stats *st = emn_lu_get_stats(lu);
+        bool good = emn_lu_factor(lu, &A, NULL) == 0 && emn_lu_solve(lu, x) == 0 && residual(&A, x, b) < 1e-13;
+        ok(good && st->ldl == !neg && st->factors == 1, "ldl: an indefinite matrix%s, solved by KLU (%ld L D L')",
+           neg ? " with a negative diagonal" : "", st->ldl);
+        emn_lu_free(&lu);
+    }
+    emn_lu *lu;
+    const emn_lu_stats *st;
+    /* a floating chain's Laplacian: singular */
+    for (int j = 0; j < n; j++)
+        for (int p = A.Ap[j]; p < A.Ap[j + 1]; p++)
+            A.Ax[p] = A.Ai[p] == j ? (j == 0 || j == n - 1 ? 1.0 : 2.0) : -1.0;
+    lu = emn_lu_new();
+    int bad = -5, rc = emn_lu_factor(lu, &A, &bad);
+    ok(rc == -1 && bad >= 0 && bad < n, "ldl: a singular Laplacian is reported (column %d)", bad);
+    emn_lu_free(&lu);
+    /* grounded: positive definite; then asymmetric; then symmetric again */
+    lu = emn_lu_new();
+    st = emn_lu_get_stats(lu);
+    for (int round = 0; round < 3; round++) {
+        for (int j = 0; j < n; j++)
+            for (int p = A.Ap[j]; p < A.Ap[j + 1]; p++)
+                A.Ax[p] = A.Ai[p] == j ? 2.5 + j : A.Ai[p] < j || round != 1 ? -1.0 : -0.75;
+        for (int i = 0; i < n; i++) b[i] = x[i] = rnd_unit();
+        bool good = emn_lu_factor(lu, &A, NULL) == 0 && emn_lu_solve(lu, x) == 0 && residual(&A, x, b) < 1e-14;
+        ok(good && st->ldl == (round == 2 ? 2 : 1) && st->factors == (round ? 1 : 0),
+           "ldl: round %d, %s (%ld L D L', %ld KLU)", round, round == 1 ? "asymmetric by KLU" : "symmetric by L D L'",
+           st->ldl, st->factors);
+    }
+    emn_lu_free(&lu);
     emn_sparse_free(&A);
 }
 
@@ -421,6 +495,7 @@ int main(void)
     test_singular();
     test_tridiagonal();
     test_network();
+    test_ldl();
     test_large_build();
     return tap_done();
 }
