@@ -1141,6 +1141,12 @@ static void stamp_matrices(emn_form *f, const tcouplings *tc)
     free(start);
 }
 
+/* A source that is 0 at every time and its integral with it. */
+static bool zero_source(const emn_source *src)
+{
+    return src->kind == EMN_WAVE_NONE && src->dc == 0;
+}
+
 /* The time couplings of the linear terms, p += Pts [S; s] and
  * F += Fts [S; s] (S the sources' integrals, s their values), each entry
  * summed over the terms that share its coordinate and source: in the
@@ -1162,6 +1168,7 @@ static void time_couplings(emn_form *f, const tcouplings *tc)
         for (int half = 0; half < 2; half++) {     /* integral columns, then value columns */
             int di = 2 * which + half;
             for (int src = 0; src < ns; src++) {
+                if (zero_source(f->c->elems.v[f->src_elem[src]].src)) continue;    /* its terms are 0 */
                 int first = row.n, c = half * ns + src;
                 for (int e = start[src]; e < start[src + 1]; e++) {
                     const tcoupling *t = &tc->v[er[e]];
@@ -1326,6 +1333,9 @@ emn_form *emn_form_build(const emn_circuit *c, emn_form_kind kind, emn_diag *d)
             f->src_elem[f->nsrc++] = i;
         }
     }
+    f->live_src = emn_xmalloc((size_t)f->nsrc * sizeof(int) + 1);
+    for (int s = 0; s < f->nsrc; s++)
+        if (!zero_source(c->elems.v[f->src_elem[s]].src)) f->live_src[f->nlive++] = s;
     f->S = emn_xcalloc((size_t)f->nsrc + 1, sizeof(double));
     f->s = emn_xcalloc((size_t)f->nsrc + 1, sizeof(double));
     f->seg = emn_xcalloc(5 * (size_t)f->nsrc + 1, sizeof(double));
@@ -1507,6 +1517,7 @@ void emn_form_free(emn_form **pf)
     free(f->terms.v);
     emn_sparse_free(&f->J);
     free(f->pt); free(f->ft); free(f->p0); free(f->f0);
+    free(f->live_src);
     free(f->pts.row); free(f->pts.col); free(f->pts.val);
     free(f->fts.row); free(f->fts.col); free(f->fts.val);
     free(f->nonlinear); free(f->tloc_off); free(f->tloc);
@@ -1554,7 +1565,8 @@ void emn_form_set_time(emn_form *f, double t)
 {
     const emn_circuit *c = f->c;
     f->t = t;
-    for (int s = 0; s < f->nsrc; s++) {
+    for (int l = 0; l < f->nlive; l++) {      /* the others stay 0 */
+        int s = f->live_src[l];
         /* seg: t0 (where the line was looked up), t1 (the next corner),
          * value and slope at t0, integral at t0 */
         double *g = f->seg + 5 * s;

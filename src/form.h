@@ -88,6 +88,9 @@ typedef struct emn_form {
 
     /* independent sources: index s over elements V, I, F */
     int nsrc;
+    /* the sources that are not a constant 0 (a 0 V source is an ammeter
+     * or a short): only these change s and S with time */
+    int *live_src, nlive;
     int *src_elem;      /* s -> element index */
     int *elem_src;      /* element -> s or -1 */
     double *S, *s;      /* integrals and values at the current time */
