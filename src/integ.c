@@ -282,10 +282,11 @@ static int newton(emn_integ *it, double tnew, double a, const double *hz, const 
     double *w = it->wtry, *z = it->ztry, *p = it->ptry, *F = it->Ftry;
     bool linear = emn_form_is_linear(f);
     emn_form_set_time(f, tnew);
+    double ia = 1 / a;          /* z = (w - hz) / a, a multiply per coordinate */
     bool dw_ok = false;
     int iter = 0;
     if (linear && direct) {
-        for (int j = 0; j < n; j++) z[j] = -hz[j] / a;
+        for (int j = 0; j < n; j++) z[j] = -hz[j] * ia;
         emn_form_eval_rest(f, z, p, F);
         for (int j = 0; j < n; j++) it->dw[j] = a * p[j] + hp[j] - F[j];
         it->st.newton++;
@@ -303,7 +304,7 @@ static int newton(emn_integ *it, double tnew, double a, const double *hz, const 
         iter = 1;
     }
     for (; iter <= it->o.itl4; iter++) {
-        for (int j = 0; j < n; j++) z[j] = (w[j] - hz[j]) / a;
+        for (int j = 0; j < n; j++) z[j] = (w[j] - hz[j]) * ia;
         int bad = -1;
         if (emn_form_eval(f, z, w, p, F, it->scale, &bad)) {
             it->nan_coord = 0;
