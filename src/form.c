@@ -1756,11 +1756,36 @@ void emn_form_z_used(const emn_form *f, bool *used)
         used[j] = f->coord[j].kind == EMN_COORD_MECH;
         if (f->lin[0].ptr[j + 1] > f->lin[0].ptr[j] || f->lin[2].ptr[j + 1] > f->lin[2].ptr[j]) used[j] = true;
     }
+    /* a nonlinear term reads slot a's value if its L, D or P depends on
+     * local a (a C(x) its plate's position; a moving coil's current, only
+     * its rate) */
     for (int i = 0; i < f->nnonlinear; i++) {
         const emn_term *tm = &f->terms.v[f->nonlinear[i]];
+        const emn_tmpl *t = tm->tmpl;
         for (int a = 0; a < tm->m; a++) {
+            if (!emn_expr_depends(t->L, a) && !emn_expr_depends(t->D, a) && !emn_expr_depends(t->P, a)) continue;
             const emn_lmap *m = &f->slots.v[tm->slot[a]];
             for (int q = 0; q < m->nc; q++) used[m->ci[q]] = true;
+        }
+    }
+}
+
+void emn_form_inertia(const emn_form *f, bool *has)
+{
+    for (int j = 0; j < f->n; j++) has[j] = false;
+    const emn_csc *M = &f->lin[1];      /* dp/dw */
+    for (int k = 0; k < M->ptr[f->n]; k++) has[M->row[k]] = true;
+    /* a nonlinear term's momentum for slot a reads rates if p[a] depends
+     * on locals m .. 2m - 1 */
+    for (int i = 0; i < f->nnonlinear; i++) {
+        const emn_term *tm = &f->terms.v[f->nonlinear[i]];
+        const emn_tmpl *t = tm->tmpl;
+        for (int a = 0; a < tm->m; a++) {
+            bool reads = false;
+            for (int b = 0; b < tm->m && !reads; b++) reads = emn_expr_depends(t->p[a], tm->m + b);
+            if (!reads) continue;
+            const emn_lmap *m = &f->slots.v[tm->slot[a]];
+            for (int q = 0; q < m->nc; q++) has[m->ci[q]] = true;
         }
     }
 }

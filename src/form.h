@@ -222,6 +222,9 @@ bool emn_form_is_linear(const emn_form *f);
  * is cyclic: its value feeds back into nothing and no signal shows it.
  * Mechanical coordinates always count (x(m) is a signal). */
 void emn_form_z_used(const emn_form *f, bool *used);
+/* has[j]: coordinate j's momentum reads velocities (a capacitor on a
+ * node, an inductor in a loop, a mass), or a nonlinear term reaches it. */
+void emn_form_inertia(const emn_form *f, bool *has);
 
 /* The branches that give an electrical coordinate's own value a size:
  * for a coordinate that only linear inductors (flux formulation) or linear

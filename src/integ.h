@@ -73,6 +73,7 @@ typedef struct emn_integ {
     double *w_right, *F_right;
     bool have_right;
     bool *zused;            /* coordinates whose own value matters (emn_form_z_used) */
+    bool *inertia;          /* coordinates whose momentum reads velocities (emn_form_inertia) */
     /* the branches that give a coordinate's value a size
      * (emn_form_value_slots), and |value| of each at the trial point and
      * at the last accepted one */
