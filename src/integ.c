@@ -91,6 +91,7 @@ emn_integ *emn_integ_new(emn_form *f, const emn_integ_opts *o)
     it->peak = emn_xcalloc(4 * sz, sizeof(double));
     it->zused = emn_xcalloc(sz, sizeof(bool));
     emn_form_z_used(f, it->zused);
+    it->src_next = emn_xcalloc((size_t)f->nsrc + 1, sizeof(double));
     it->inertia = emn_xcalloc(sz, sizeof(bool));
     emn_form_inertia(f, it->inertia);
     it->vs_ptr = emn_xcalloc(sz + 1, sizeof(int));
@@ -137,6 +138,7 @@ void emn_integ_free(emn_integ **pit)
     free(it->hz); free(it->hp); free(it->w_right); free(it->F_right); free(it->w_abs); free(it->res_abs);
     free(it->zused);
     free(it->inertia);
+    free(it->src_next);
     free(it->vs_ptr);
     free(it->vs_slot);
     free(it->vs_try);
@@ -163,17 +165,28 @@ void emn_integ_lu_stats(const emn_integ *it, long *factors, long *refactors)
         }
 }
 
-double emn_integ_next_break(const emn_form *f, double t)
+/* The next breakpoint of any source strictly after t (or INFINITY).  t
+ * only grows from one call to the next, so a source's next breakpoint,
+ * once found, stands until t reaches it: each corner of a power grid's ten
+ * thousand pulsed loads is looked up once, not at every other corner.
+ * Sources that are a constant 0 have none. */
+static double next_break(emn_integ *it, double t)
 {
+    const emn_form *f = it->f;
     /* Breakpoints of different sources that coincide in exact arithmetic
      * differ in their last bits (td + k per + tr ...): anything within a
      * relative 1e-12 of t counts as t itself. */
     double eps = 1e-12 * fabs(t) + 1e-300;
     double bp = INFINITY;
-    for (int s = 0; s < f->nsrc; s++) {
-        const emn_source *src = f->c->elems.v[f->src_elem[s]].src;
-        double b = emn_wave_next_break(src, t);
-        while (b <= t + eps) b = emn_wave_next_break(src, b);
+    for (int l = 0; l < f->nlive; l++) {
+        int s = f->live_src[l];
+        double b = it->src_next[s];
+        if (!(b > t + eps)) {
+            const emn_source *src = f->c->elems.v[f->src_elem[s]].src;
+            b = emn_wave_next_break(src, t);
+            while (b <= t + eps) b = emn_wave_next_break(src, b);
+            it->src_next[s] = b;
+        }
         if (b < bp) bp = b;
     }
     return bp;
@@ -561,7 +574,8 @@ int emn_integ_start(emn_integ *it, double t0, const double *z0, const double *p0
     it->tpast[0] = t0;
     it->npast = 0;
     it->h = it->hprev = 0;
-    it->next_bp = emn_integ_next_break(f, t0);
+    for (int s = 0; s < f->nsrc; s++) it->src_next[s] = -INFINITY;
+    it->next_bp = next_break(it, t0);
     memset(it->peak, 0, 4 * (size_t)n * sizeof(double));
     mech_peaks(it);
     return 0;
@@ -730,7 +744,7 @@ int emn_integ_step(emn_integ *it, double tlimit)
         it->restart = false;
         if (lands && it->t >= it->next_bp * (1 - 1e-13)) {
             it->restart = true;
-            it->next_bp = emn_integ_next_break(f, it->t);
+            it->next_bp = next_break(it, it->t);
             /* sources changed their slope (or jumped): velocities that
              * follow a slope jump with it, so the state at the corner
              * continues with the consistent right-hand velocities and

@@ -80,6 +80,7 @@ typedef struct emn_integ {
     int *vs_ptr, *vs_slot;
     double *vs_try, *vs_acc;
     double *peak;           /* running max |z|, |p| per coordinate, for mechanical tolerances */
+    double *src_next;       /* per source, its next breakpoint after the last asked for */
     double *w_abs, *res_abs;    /* absolute tolerances of each velocity and residual */
     double *tol_zy, *tol_zd, *tol_py, *tol_pd;  /* of z, p and their rates (set_tolerances) */
     emn_integ_stats st;
@@ -103,8 +104,5 @@ int emn_integ_start(emn_integ *it, double t0, const double *z0, const double *p0
 
 /* Take one accepted step, not past tlimit.  Returns 0 or a failure code. */
 int emn_integ_step(emn_integ *it, double tlimit);
-
-/* The next breakpoint of any source strictly after t (or INFINITY). */
-double emn_integ_next_break(const emn_form *f, double t);
 
 #endif
