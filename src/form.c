@@ -1133,6 +1133,22 @@ static void stamp_matrices(emn_form *f, const tcouplings *tc)
         m->ncols = 0;
         for (int col = 0; col < n; col++)
             if (m->ptr[col + 1] > m->ptr[col]) m->cols[m->ncols++] = col;
+        /* by rows, each row's columns ascending */
+        m->rptr = emn_xcalloc((size_t)n + 2, sizeof(int));
+        for (int k = 0; k < cnt[q]; k++) m->rptr[m->row[k] + 2]++;
+        for (int i = 0; i < n; i++) m->rptr[i + 2] += m->rptr[i + 1];
+        m->rcol = emn_xmalloc((size_t)cnt[q] * sizeof(int) + 1);
+        m->rval = emn_xmalloc((size_t)cnt[q] * sizeof(double) + 1);
+        for (int col = 0; col < n; col++)
+            for (int k = m->ptr[col]; k < m->ptr[col + 1]; k++) {
+                int at = m->rptr[m->row[k] + 1]++;
+                m->rcol[at] = col;
+                m->rval[at] = m->val[k];
+            }
+        m->rows = emn_xmalloc((size_t)n * sizeof(int) + 1);
+        m->nrows = 0;
+        for (int i = 0; i < n; i++)
+            if (m->rptr[i + 1] > m->rptr[i]) m->rows[m->nrows++] = i;
     }
     free(buf);
     free(pos);
@@ -1526,6 +1542,7 @@ void emn_form_free(emn_form **pf)
     for (int q = 0; q < 4; q++) {
         free(f->lin[q].ptr); free(f->lin[q].row); free(f->lin[q].val); free(f->lin[q].cols);
         free(f->lin[q].slot);
+        free(f->lin[q].rptr); free(f->lin[q].rcol); free(f->lin[q].rval); free(f->lin[q].rows);
     }
     free(f->need_int);
     emn_arena_free(&f->ar);
@@ -1656,6 +1673,29 @@ static int batch(emn_form *f, int i0, const double *z, const double *w, const do
     return nb;
 }
 
+/* y += M x as csc_add, row by row: a row's sum (and with scale the sum of
+ * its products' magnitudes) kept in a register and stored once, its terms
+ * added in the same order as csc_add adds them (columns ascending), so
+ * the sums are the same to the bit. */
+static void csr_add(const emn_csc *M, const double *x, double *y, double *scale)
+{
+    const int *ptr = M->rptr, *col = M->rcol;
+    const double *val = M->rval;
+    for (int r = 0; r < M->nrows; r++) {
+        int i = M->rows[r];
+        double s = y[i], a = scale ? scale[i] : 0;
+        for (int k = ptr[i]; k < ptr[i + 1]; k++) {
+            double xc = x[col[k]];
+            if (xc == 0) continue;
+            double d = val[k] * xc;
+            s += d;
+            a += fabs(d);
+        }
+        y[i] = s;
+        if (scale) scale[i] = a;
+    }
+}
+
 int emn_form_eval(emn_form *f, const double *z, const double *w, double *p, double *F,
                   double *scale, int *bad_term)
 {
@@ -1665,7 +1705,7 @@ int emn_form_eval(emn_form *f, const double *z, const double *w, double *p, doub
     if (scale)
         for (int j = 0; j < n; j++) scale[j] = fabs(f->pt[j]) + fabs(f->ft[j]);
     /* the constant part: p += Apz z + Apw w, F += Afz z + Afw w */
-    for (int q = 0; q < 4; q++) csc_add(&f->lin[q], q & 1 ? w : z, q < 2 ? p : F, scale);
+    for (int q = 0; q < 4; q++) csr_add(&f->lin[q], q & 1 ? w : z, q < 2 ? p : F, scale);
     for (int i0 = 0, nb; i0 < f->nnonlinear; i0 += nb) {
         nb = batch(f, i0, z, w, NULL);
         emn_prog_eval_batch(f->terms.v[f->nonlinear[i0]].tmpl->pPF, nb, f->bvars, f->bout);
@@ -1696,8 +1736,8 @@ void emn_form_eval_rest(const emn_form *f, const double *z, double *p, double *F
     int n = f->n;
     memcpy(p, f->pt, (size_t)n * sizeof(double));
     memcpy(F, f->ft, (size_t)n * sizeof(double));
-    csc_add(&f->lin[0], z, p, NULL);
-    csc_add(&f->lin[2], z, F, NULL);
+    csr_add(&f->lin[0], z, p, NULL);
+    csr_add(&f->lin[2], z, F, NULL);
 }
 
 /* The Newton matrix at leading coefficient a; the nonlinear terms' locals

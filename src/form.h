@@ -65,7 +65,15 @@ typedef struct emn_tmpl emn_tmpl;   /* a term's expressions and their tapes */
 /* A constant sparse matrix by columns: column j's entries are
  * row[ptr[j] .. ptr[j+1]-1], val[...], at slot[...] of the Newton matrix;
  * cols lists the ncols columns that have any. */
-typedef struct emn_csc { int *ptr, *row, *slot, *cols, ncols; double *val; } emn_csc;
+/* A constant matrix by columns (ptr, row, val; slot: its place in the
+ * Newton matrix; cols: the columns with entries), and the same entries by
+ * rows for products (rptr, rcol, rval; rows: the rows with entries). */
+typedef struct emn_csc {
+    int *ptr, *row, *slot, *cols, ncols;
+    double *val;
+    int *rptr, *rcol, *rows, nrows;
+    double *rval;
+} emn_csc;
 
 typedef struct emn_term {
     int elem;           /* netlist element (first of a coupled group for K) */
