@@ -210,6 +210,7 @@ struct emn_lu {
     bool use_ldl;               /* the valid factorization is ldl, not num */
     bool ldl_failed;            /* not positive definite once: KLU from then on */
     double *work;               /* n, for the LDL' solve */
+    double *dinv;               /* n: 1 / D, a multiply per solve, not a divide */
     emn_lu_stats stats;
 };
 
@@ -447,6 +448,7 @@ static int factor_ldl(emn_lu *lu, const emn_sparse *A)
         cholmod_memory(cc);
         if (!lu->ldl) return -1;
         lu->work = emn_xrealloc(lu->work, ((size_t)A->n + 1) * sizeof(double));
+        lu->dinv = emn_xrealloc(lu->dinv, ((size_t)A->n + 1) * sizeof(double));
     }
     if (lu->use_ldl) lu->use_ldl = lu->valid = false;   /* refactored in place */
     cholmod_factorize(&S, lu->ldl, cc);
@@ -465,6 +467,7 @@ static int factor_ldl(emn_lu *lu, const emn_sparse *A)
         lo = fmin(lo, d);
         hi = fmax(hi, d);
     }
+    for (int k = 0; k < A->n; k++) lu->dinv[k] = 1 / Lx[Lp[k]];
     klu_free_numeric(&lu->num, &lu->common);
     lu->rcond = lo / hi;
     lu->use_ldl = lu->valid = true;
@@ -487,7 +490,7 @@ static void solve_ldl(emn_lu *lu, double *b)
             for (int p = Lp[j] + 1, end = Lp[j] + Lnz[j]; p < end; p++) y[Li[p]] -= Lx[p] * yj;
     }
     for (int j = n - 1; j >= 0; j--) {
-        double x = y[j] / Lx[Lp[j]];
+        double x = y[j] * lu->dinv[j];
         for (int p = Lp[j] + 1, end = Lp[j] + Lnz[j]; p < end; p++) x -= Lx[p] * y[Li[p]];
         y[j] = x;
     }
@@ -586,6 +589,7 @@ void emn_lu_free(emn_lu **plu)
     if (lu->cc) cholmod_finish(lu->cc);
     free(lu->cc);
     free(lu->work);
+    free(lu->dinv);
     free(lu->Ap);
     free(lu->Ai);
     free(lu->Ax);
