@@ -899,6 +899,24 @@ static int *coupled_groups(const emn_circuit *c)
 
 typedef struct tmpl_cache { emn_strmap map; struct { emn_tmpl **v; int n, cap; } list; } tmpl_cache;
 
+/* The key of a basic term's template, "#kind|m|branches|mechanical|source"
+ * in decimal, written without printf: a grid has 10^5 such terms. */
+static void basic_key(emn_buf *key, emn_kind kind, int m, const term_desc *td)
+{
+    int v[5] = {(int)kind, m, td->nbr, td->nmech, td->src >= 0};
+    char s[5 * 12 + 1], *p = s;
+    for (int i = 0; i < 5; i++) {
+        char d[12];
+        int nd = 0;
+        unsigned u = (unsigned)v[i];
+        *p++ = i ? '|' : '#';
+        do d[nd++] = (char)('0' + u % 10); while ((u /= 10) != 0);
+        while (nd) *p++ = d[--nd];
+    }
+    *p = 0;
+    emn_buf_puts(key, s);
+}
+
 /* Terms without a moving coil's flux share a template keyed by their
  * expressions, exactly (emn_expr_key: printing would round a linkage's or
  * a C(x)'s constants to six digits and merge terms that differ in the
@@ -931,7 +949,7 @@ static emn_tmpl *term_template(emn_form *f, tmpl_cache *tc, emn_arena *scratch, 
         /* a plain term of one of the two-terminal kinds is written the
          * same way whenever its slots are: a key without printing (a grid
          * has 10^5 of them) */
-        emn_buf_printf(&key, "#%d|%d|%d|%d|%d", (int)kind, m, td->nbr, td->nmech, td->src >= 0);
+        basic_key(&key, kind, m, td);
         int idx = emn_strmap_get(&tc->map, key.v);
         if (idx >= 0) {
             emn_buf_free(&key);
@@ -959,7 +977,7 @@ static emn_tmpl *term_template(emn_form *f, tmpl_cache *tc, emn_arena *scratch, 
     }
     if (basic) {
         emn_buf_reset(&key);
-        emn_buf_printf(&key, "#%d|%d|%d|%d|%d", (int)kind, m, td->nbr, td->nmech, td->src >= 0);
+        basic_key(&key, kind, m, td);
         emn_strmap_put(&tc->map, key.v, idx);
     }
     emn_buf_free(&key);
