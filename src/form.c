@@ -1109,8 +1109,9 @@ static void stamp_matrices(emn_form *f, const tcouplings *tc)
      * and the arrays shrink to size at the end without growing first */
     int *row[4], *slot[4], cnt[4] = {0, 0, 0, 0};
     double *val[4];
+    int *cptr[4];               /* by columns first, as J is built */
     for (int q = 0; q < 4; q++) {
-        f->lin[q].ptr = emn_xcalloc((size_t)n + 1, sizeof(int));
+        cptr[q] = emn_xcalloc((size_t)n + 1, sizeof(int));
         row[q] = emn_xmalloc((size_t)J->nnz * sizeof(int) + 1);
         slot[q] = emn_xmalloc((size_t)J->nnz * sizeof(int) + 1);
         val[q] = emn_xmalloc((size_t)J->nnz * sizeof(double) + 1);
@@ -1138,35 +1139,39 @@ static void stamp_matrices(emn_form *f, const tcouplings *tc)
                 val[q][cnt[q]++] = b[k];
                 b[k] = 0;
             }
-            f->lin[q].ptr[col + 1] = cnt[q];
+            cptr[q][col + 1] = cnt[q];
         }
     }
+    /* then into row order, a counting sort that keeps each row's columns
+     * ascending; to size: the matrices stay for the whole run */
     for (int q = 0; q < 4; q++) {
-        emn_csc *m = &f->lin[q];
-        /* to size: the matrices stay for the whole run */
-        m->row = emn_xrealloc(row[q], (size_t)cnt[q] * sizeof(int) + 1);
-        m->slot = emn_xrealloc(slot[q], (size_t)cnt[q] * sizeof(int) + 1);
-        m->val = emn_xrealloc(val[q], (size_t)cnt[q] * sizeof(double) + 1);
-        m->cols = emn_xmalloc((size_t)n * sizeof(int) + 1);
-        m->ncols = 0;
-        for (int col = 0; col < n; col++)
-            if (m->ptr[col + 1] > m->ptr[col]) m->cols[m->ncols++] = col;
-        /* by rows, each row's columns ascending */
+        emn_cmat *m = &f->lin[q];
+        int nz = cnt[q];
+        m->nnz = nz;
         m->rptr = emn_xcalloc((size_t)n + 2, sizeof(int));
-        for (int k = 0; k < cnt[q]; k++) m->rptr[m->row[k] + 2]++;
+        for (int k = 0; k < nz; k++) m->rptr[row[q][k] + 2]++;
         for (int i = 0; i < n; i++) m->rptr[i + 2] += m->rptr[i + 1];
-        m->rcol = emn_xmalloc((size_t)cnt[q] * sizeof(int) + 1);
-        m->rval = emn_xmalloc((size_t)cnt[q] * sizeof(double) + 1);
+        m->row = emn_xmalloc((size_t)nz * sizeof(int) + 1);
+        m->col = emn_xmalloc((size_t)nz * sizeof(int) + 1);
+        m->slot = emn_xmalloc((size_t)nz * sizeof(int) + 1);
+        m->val = emn_xmalloc((size_t)nz * sizeof(double) + 1);
         for (int col = 0; col < n; col++)
-            for (int k = m->ptr[col]; k < m->ptr[col + 1]; k++) {
-                int at = m->rptr[m->row[k] + 1]++;
-                m->rcol[at] = col;
-                m->rval[at] = m->val[k];
+            for (int k = cptr[q][col]; k < cptr[q][col + 1]; k++) {
+                int at = m->rptr[row[q][k] + 1]++;
+                m->row[at] = row[q][k];
+                m->col[at] = col;
+                m->slot[at] = slot[q][k];
+                m->val[at] = val[q][k];
             }
+        m->rptr = emn_xrealloc(m->rptr, ((size_t)n + 1) * sizeof(int));
         m->rows = emn_xmalloc((size_t)n * sizeof(int) + 1);
         m->nrows = 0;
         for (int i = 0; i < n; i++)
             if (m->rptr[i + 1] > m->rptr[i]) m->rows[m->nrows++] = i;
+        free(cptr[q]);
+        free(row[q]);
+        free(slot[q]);
+        free(val[q]);
     }
     free(buf);
     free(pos);
@@ -1558,9 +1563,8 @@ void emn_form_free(emn_form **pf)
     free(f->scratch);
     free(f->bvars); free(f->bout);
     for (int q = 0; q < 4; q++) {
-        free(f->lin[q].ptr); free(f->lin[q].row); free(f->lin[q].val); free(f->lin[q].cols);
-        free(f->lin[q].slot);
-        free(f->lin[q].rptr); free(f->lin[q].rcol); free(f->lin[q].rval); free(f->lin[q].rows);
+        free(f->lin[q].rptr); free(f->lin[q].rows); free(f->lin[q].row); free(f->lin[q].col);
+        free(f->lin[q].slot); free(f->lin[q].val);
     }
     free(f->need_int);
     emn_arena_free(&f->ar);
@@ -1644,29 +1648,6 @@ void emn_form_set_dc(emn_form *f, double scale)
     time_parts(f);
 }
 
-/* y += M x for a compressed constant matrix; with scale, the magnitudes
- * of the products are summed there too.  Only the columns with entries
- * are visited (dp/dz and dF/dz have few: inductors, springs). */
-static void csc_add(const emn_csc *M, const double *x, double *y, double *scale)
-{
-    const int *ptr = M->ptr, *row = M->row;
-    const double *val = M->val;
-    for (int c = 0; c < M->ncols; c++) {
-        int col = M->cols[c];
-        double xc = x[col];
-        if (xc == 0) continue;
-        if (scale) {
-            for (int k = ptr[col]; k < ptr[col + 1]; k++) {
-                double d = val[k] * xc;
-                y[row[k]] += d;
-                scale[row[k]] += fabs(d);
-            }
-        } else {
-            for (int k = ptr[col]; k < ptr[col + 1]; k++) y[row[k]] += val[k] * xc;
-        }
-    }
-}
-
 /* The nonlinear terms from the i0-th on that share its template, at most
  * EMN_PROG_BATCH of them, into f->bvars, one row a local: their locals
  * computed at (z, w) and kept in f->tloc, or with z NULL taken from there;
@@ -1691,14 +1672,14 @@ static int batch(emn_form *f, int i0, const double *z, const double *w, const do
     return nb;
 }
 
-/* y += M x as csc_add, row by row: a row's sum (and with scale the sum of
- * its products' magnitudes) kept in a register and stored once, its terms
- * added in the same order as csc_add adds them (columns ascending), so
- * the sums are the same to the bit. */
-static void csr_add(const emn_csc *M, const double *x, double *y, double *scale)
+/* y += M x; with scale, the magnitudes of the products are summed there
+ * too.  Row by row: a row's sums are kept in registers and stored once,
+ * and only the rows with entries are visited (dp/dz and dF/dz have few:
+ * inductors, springs). */
+static void cmat_add(const emn_cmat *M, const double *x, double *y, double *scale)
 {
-    const int *ptr = M->rptr, *col = M->rcol;
-    const double *val = M->rval;
+    const int *ptr = M->rptr, *col = M->col;
+    const double *val = M->val;
     for (int r = 0; r < M->nrows; r++) {
         int i = M->rows[r];
         double s = y[i], a = scale ? scale[i] : 0;
@@ -1723,7 +1704,7 @@ int emn_form_eval(emn_form *f, const double *z, const double *w, double *p, doub
     if (scale)
         for (int j = 0; j < n; j++) scale[j] = fabs(f->pt[j]) + fabs(f->ft[j]);
     /* the constant part: p += Apz z + Apw w, F += Afz z + Afw w */
-    for (int q = 0; q < 4; q++) csr_add(&f->lin[q], q & 1 ? w : z, q < 2 ? p : F, scale);
+    for (int q = 0; q < 4; q++) cmat_add(&f->lin[q], q & 1 ? w : z, q < 2 ? p : F, scale);
     for (int i0 = 0, nb; i0 < f->nnonlinear; i0 += nb) {
         nb = batch(f, i0, z, w, NULL);
         emn_prog_eval_batch(f->terms.v[f->nonlinear[i0]].tmpl->pPF, nb, f->bvars, f->bout);
@@ -1754,8 +1735,8 @@ void emn_form_eval_rest(const emn_form *f, const double *z, double *p, double *F
     int n = f->n;
     memcpy(p, f->pt, (size_t)n * sizeof(double));
     memcpy(F, f->ft, (size_t)n * sizeof(double));
-    csr_add(&f->lin[0], z, p, NULL);
-    csr_add(&f->lin[2], z, F, NULL);
+    cmat_add(&f->lin[0], z, p, NULL);
+    cmat_add(&f->lin[2], z, F, NULL);
 }
 
 /* The Newton matrix at leading coefficient a; the nonlinear terms' locals
@@ -1767,8 +1748,8 @@ static int jacobian(emn_form *f, const double *z, const double *w, double a, boo
     emn_sparse_zero(J);
     const double coef[4] = {1, a, -ia, -1};        /* a dp/dw + dp/dz - dF/dw - dF/dz / a */
     for (int q = 0; q < 4; q++) {
-        const emn_csc *M = &f->lin[q];
-        int nq = M->ptr[f->n];
+        const emn_cmat *M = &f->lin[q];
+        int nq = M->nnz;
         for (int k = 0; k < nq; k++) J->Ax[M->slot[k]] += coef[q] * M->val[k];
     }
     for (int i0 = 0, nb; i0 < f->nnonlinear; i0 += nb) {
@@ -1810,10 +1791,9 @@ bool emn_form_is_linear(const emn_form *f) { return f->nnonlinear == 0; }
 
 void emn_form_z_used(const emn_form *f, bool *used)
 {
-    for (int j = 0; j < f->n; j++) {
-        used[j] = f->coord[j].kind == EMN_COORD_MECH;
-        if (f->lin[0].ptr[j + 1] > f->lin[0].ptr[j] || f->lin[2].ptr[j + 1] > f->lin[2].ptr[j]) used[j] = true;
-    }
+    for (int j = 0; j < f->n; j++) used[j] = f->coord[j].kind == EMN_COORD_MECH;
+    for (int q = 0; q <= 2; q += 2)     /* dp/dz, dF/dz: what reads a value */
+        for (int e = 0; e < f->lin[q].nnz; e++) used[f->lin[q].col[e]] = true;
     /* a nonlinear term reads slot a's value if its L, D or P depends on
      * local a (a C(x) its plate's position; a moving coil's current, only
      * its rate) */
@@ -1831,8 +1811,8 @@ void emn_form_z_used(const emn_form *f, bool *used)
 void emn_form_inertia(const emn_form *f, bool *has)
 {
     for (int j = 0; j < f->n; j++) has[j] = false;
-    const emn_csc *M = &f->lin[1];      /* dp/dw */
-    for (int k = 0; k < M->ptr[f->n]; k++) has[M->row[k]] = true;
+    const emn_cmat *M = &f->lin[1];     /* dp/dw */
+    for (int k = 0; k < M->nnz; k++) has[M->row[k]] = true;
     /* a nonlinear term's momentum for slot a reads rates if p[a] depends
      * on locals m .. 2m - 1 */
     for (int i = 0; i < f->nnonlinear; i++) {
@@ -1936,8 +1916,8 @@ int emn_form_derivatives(emn_form *f, const double *z, const double *w, double *
     for (int q = 0; q < 4; q++) {
         if (!out[q]) continue;
         memset(out[q], 0, (size_t)J->nnz * sizeof(double));
-        const emn_csc *M = &f->lin[q];
-        for (int k = 0; k < M->ptr[f->n]; k++) out[q][M->slot[k]] = M->val[k];
+        const emn_cmat *M = &f->lin[q];
+        for (int k = 0; k < M->nnz; k++) out[q][M->slot[k]] = M->val[k];
     }
     double *loc = f->scratch;
     for (int i = 0; i < f->nnonlinear; i++) {
@@ -2022,8 +2002,8 @@ int emn_form_rates_scaled(emn_form *f, const double *z, const double *w, double 
         }
     }
     /* linear terms: the constant matrices, and their source-integral columns */
-    csc_add(&f->lin[0], w, dp, NULL);
-    csc_add(&f->lin[2], w, dF, dFscale);
+    cmat_add(&f->lin[0], w, dp, NULL);
+    cmat_add(&f->lin[2], w, dF, dFscale);
     for (int k = 0; k < f->pts.n; k++)
         if (f->pts.col[k] < f->nsrc) dp[f->pts.row[k]] += f->pts.val[k] * f->s[f->pts.col[k]];
     for (int k = 0; k < f->fts.n; k++)

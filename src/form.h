@@ -65,15 +65,15 @@ typedef struct emn_tmpl emn_tmpl;   /* a term's expressions and their tapes */
 /* A constant sparse matrix by columns: column j's entries are
  * row[ptr[j] .. ptr[j+1]-1], val[...], at slot[...] of the Newton matrix;
  * cols lists the ncols columns that have any. */
-/* A constant matrix by columns (ptr, row, val; slot: its place in the
- * Newton matrix; cols: the columns with entries), and the same entries by
- * rows for products (rptr, rcol, rval; rows: the rows with entries). */
-typedef struct emn_csc {
-    int *ptr, *row, *slot, *cols, ncols;
+/* A constant matrix as its entries in row order (each row's columns
+ * ascending): entry e is (row[e], col[e]) = val[e], at slot[e] of the
+ * Newton matrix; row i's entries are rptr[i] .. rptr[i + 1] - 1, and rows
+ * lists the nrows rows that have any. */
+typedef struct emn_cmat {
+    int nnz, nrows;
+    int *rptr, *rows, *row, *col, *slot;
     double *val;
-    int *rptr, *rcol, *rows, nrows;
-    double *rval;
-} emn_csc;
+} emn_cmat;
 
 typedef struct emn_term {
     int elem;           /* netlist element (first of a coupled group for K) */
@@ -148,7 +148,7 @@ typedef struct emn_form {
     /* the constant parts of dp/dz, dp/dw, dF/dz, dF/dw (every linear
      * term's, summed), each compressed to its own nonzeros, column by
      * column: the only copy, for evaluation and the Newton matrix */
-    emn_csc lin[4];
+    emn_cmat lin[4];
     bool *need_int;     /* per source: its integral is used somewhere */
     int *nonlinear;     /* indices of nonlinear terms */
     int nnonlinear;

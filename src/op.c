@@ -57,8 +57,8 @@ static void opsys_init(opsys *o, emn_form *f)
      * factoring K costs what the node equations cost. */
     unsigned char *has = emn_xcalloc((size_t)J->nnz + 1, 1);
     for (int q = 0; q < 4; q++) {
-        const emn_csc *M = &f->lin[q];
-        if (linear) for (int e = 0; e < M->ptr[n]; e++) has[M->slot[e]] |= (unsigned char)(1u << q);
+        const emn_cmat *M = &f->lin[q];
+        if (linear) for (int e = 0; e < M->nnz; e++) has[M->slot[e]] |= (unsigned char)(1u << q);
     }
     if (!linear) memset(has, 15, (size_t)J->nnz);
     /* K's rows are R2's (0..n-1) then R1's (n..2n-1), so that its
@@ -174,11 +174,11 @@ static void stamp(opsys *o, const rows *m)
             m->pw[r] = fmax(m->pw[r], fabs(o->Pw[k]));
         }
     } else {
-        const emn_csc *lin = o->f->lin;
+        const emn_cmat *lin = o->f->lin;
         for (int q = 0; q < 4; q++) {
-            const emn_csc *M = &lin[q];
+            const emn_cmat *M = &lin[q];
             double *rowp = q == 0 ? m->pz : m->pw;
-            for (int e = 0; e < M->ptr[o->n]; e++) {
+            for (int e = 0; e < M->nnz; e++) {
                 int k = M->slot[e];
                 double v = M->val[e];
                 switch (q) {
@@ -214,8 +214,8 @@ static void proximal(opsys *o, const rows *m)
 {
     const emn_sparse *J = &o->f->J;
     for (int q = 0; q < (o->Pz ? 1 : 2); q++) {
-        const emn_csc *M = o->Pz ? NULL : &o->f->lin[q];
-        int ne = o->Pz ? J->nnz : M->ptr[o->n];
+        const emn_cmat *M = o->Pz ? NULL : &o->f->lin[q];
+        int ne = o->Pz ? J->nnz : M->nnz;
         for (int e = 0; e < ne; e++) {
             int k = M ? M->slot[e] : e;
             int r = J->Ai[k];
