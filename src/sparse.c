@@ -11,7 +11,8 @@
  * decides which KLU call a factorization needs: klu_analyze when the
  * pattern is new, klu_refactor (same pivots, no search) when only values
  * changed, klu_factor the first time and whenever the old pivots have gone
- * bad.  It keeps copies of the pattern and values it last factored: the
+ * bad.  A symmetric matrix with a positive diagonal (a passive network's)
+ * is first offered to CHOLMOD as L D L', kept if every pivot is positive.  It keeps copies of the pattern and values it last factored: the
  * pattern copy makes "is this the same pattern?" a comparison of contents,
  * not of pointers a freed and rebuilt matrix may happen to reuse, and the
  * value copy lets an unchanged matrix (a linear circuit at a constant step)
