@@ -986,8 +986,9 @@ static emn_tmpl *term_template(emn_form *f, tmpl_cache *tc, emn_arena *scratch, 
 }
 
 /* Local variables of a term: v, u of each slot, then the parameters. */
-void emn_form_term_locals(const emn_form *f, const emn_term *tm, const double *z, const double *w,
-                          double *loc)
+/* The locals of term tm at (z, w), local v at loc[v * stride]. */
+static void term_locals(const emn_form *f, const emn_term *tm, const double *z, const double *w, double *loc,
+                        int stride)
 {
     int m = tm->m;
     for (int a = 0; a < m; a++) {
@@ -1001,10 +1002,16 @@ void emn_form_term_locals(const emn_form *f, const emn_term *tm, const double *z
             v += s->d[q] * f->S[s->di[q]];
             u += s->d[q] * f->s[s->di[q]];
         }
-        loc[a] = v;
-        loc[m + a] = u;
+        loc[a * stride] = v;
+        loc[(m + a) * stride] = u;
     }
-    for (int i = 0; i < NPARAM; i++) loc[2 * m + i] = tm->k[i];
+    for (int i = 0; i < NPARAM; i++) loc[(2 * m + i) * stride] = tm->k[i];
+}
+
+void emn_form_term_locals(const emn_form *f, const emn_term *tm, const double *z, const double *w,
+                          double *loc)
+{
+    term_locals(f, tm, z, w, loc, 1);
 }
 
 double emn_form_slot_value(const emn_form *f, int sl, const double *z)
@@ -1461,7 +1468,6 @@ emn_form *emn_form_build(const emn_circuit *c, emn_form_kind kind, emn_diag *d)
     free(src_slot_of);
     free(kgroup);
     f->scratch = emn_xcalloc((size_t)(2 * maxm + NPARAM + 2 + 4 * maxm * maxm + 1), sizeof(double));
-    f->bvars = emn_xcalloc((size_t)(2 * maxm + NPARAM + 2) * EMN_PROG_BATCH, sizeof(double));
     f->bout = emn_xcalloc(((size_t)2 * maxm + (size_t)maxm * maxm) * EMN_PROG_BATCH, sizeof(double));
 
     if (check_storage(f, d) < 0) {
@@ -1503,13 +1509,22 @@ emn_form *emn_form_build(const emn_circuit *c, emn_form_kind kind, emn_diag *d)
     }
     f->nonlinear = nl.v;
     f->nnonlinear = nl.n;
-    f->tloc_off = emn_xmalloc(((size_t)nl.n + 1) * sizeof(int));
-    int nloc = 0;
-    for (int i = 0; i < nl.n; i++) {
-        f->tloc_off[i] = nloc;
-        nloc += 2 * f->terms.v[nl.v[i]].m + NPARAM + 2;
+    /* batches: runs of up to EMN_PROG_BATCH terms of one template, each
+     * with its block of locals, one row of lanes a local */
+    f->bat_start = emn_xmalloc(((size_t)nl.n + 1) * sizeof(int));
+    f->bat_off = emn_xmalloc(((size_t)nl.n + 1) * sizeof(int));
+    size_t nloc = 0;
+    for (int i = 0; i < nl.n;) {
+        const emn_term *tm = &f->terms.v[nl.v[i]];
+        int nb = 1;
+        while (i + nb < nl.n && nb < EMN_PROG_BATCH && f->terms.v[nl.v[i + nb]].tmpl == tm->tmpl) nb++;
+        f->bat_start[f->nbatch] = i;
+        f->bat_off[f->nbatch++] = (int)nloc;
+        nloc += (size_t)(2 * tm->m + NPARAM + 2) * EMN_PROG_BATCH;
+        i += nb;
     }
-    f->tloc = emn_xcalloc((size_t)nloc + 1, sizeof(double));
+    f->bat_start[f->nbatch] = nl.n;
+    f->tloc = emn_xcalloc(nloc + 1, sizeof(double));
     time_couplings(f, &tcs);
 
     stamp_matrices(f, &tcs);
@@ -1559,9 +1574,9 @@ void emn_form_free(emn_form **pf)
     free(f->live_src);
     free(f->pts.row); free(f->pts.col); free(f->pts.val);
     free(f->fts.row); free(f->fts.col); free(f->fts.val);
-    free(f->nonlinear); free(f->tloc_off); free(f->tloc);
+    free(f->nonlinear); free(f->bat_start); free(f->bat_off); free(f->tloc);
     free(f->scratch);
-    free(f->bvars); free(f->bout);
+    free(f->bout);
     for (int q = 0; q < 4; q++) {
         free(f->lin[q].rptr); free(f->lin[q].rows); free(f->lin[q].row); free(f->lin[q].col);
         free(f->lin[q].slot); free(f->lin[q].val);
@@ -1648,28 +1663,23 @@ void emn_form_set_dc(emn_form *f, double scale)
     time_parts(f);
 }
 
-/* The nonlinear terms from the i0-th on that share its template, at most
- * EMN_PROG_BATCH of them, into f->bvars, one row a local: their locals
- * computed at (z, w) and kept in f->tloc, or with z NULL taken from there;
- * with a, the Newton matrix's leading coefficient and its inverse set as
- * the last two locals.  Returns how many. */
-static int batch(emn_form *f, int i0, const double *z, const double *w, const double *a)
+/* Batch b's block of locals (f->tloc, one row of EMN_PROG_BATCH lanes a
+ * local): computed at (z, w), or with z NULL as the last evaluation left
+ * them; with a, the Newton matrix's leading coefficient and its inverse
+ * set as the last two locals. */
+static double *batch(emn_form *f, int b, const double *z, const double *w, const double *a)
 {
-    const emn_tmpl *t = f->terms.v[f->nonlinear[i0]].tmpl;
-    int nb = 0;
-    for (int i = i0; i < f->nnonlinear && nb < EMN_PROG_BATCH; i++, nb++) {
-        const emn_term *tm = &f->terms.v[f->nonlinear[i]];
-        if (tm->tmpl != t) break;
-        int nv = 2 * tm->m + NPARAM + 2;
-        double *loc = f->tloc + f->tloc_off[i];     /* kept for emn_form_jacobian_last */
-        if (z) emn_form_term_locals(f, tm, z, w, loc);
+    double *blk = f->tloc + f->bat_off[b];
+    int i0 = f->bat_start[b], nb = f->bat_start[b + 1] - i0;
+    int nv = 2 * f->terms.v[f->nonlinear[i0]].m + NPARAM + 2;
+    for (int k = 0; k < nb; k++) {
+        if (z) term_locals(f, &f->terms.v[f->nonlinear[i0 + k]], z, w, blk + k, EMN_PROG_BATCH);
         if (a) {
-            loc[nv - 2] = a[0];
-            loc[nv - 1] = 1 / a[0];
+            blk[(nv - 2) * EMN_PROG_BATCH + k] = a[0];
+            blk[(nv - 1) * EMN_PROG_BATCH + k] = 1 / a[0];
         }
-        for (int v = 0; v < nv; v++) f->bvars[v * EMN_PROG_BATCH + nb] = loc[v];
     }
-    return nb;
+    return blk;
 }
 
 /* y += M x; with scale, the magnitudes of the products are summed there
@@ -1705,9 +1715,10 @@ int emn_form_eval(emn_form *f, const double *z, const double *w, double *p, doub
         for (int j = 0; j < n; j++) scale[j] = fabs(f->pt[j]) + fabs(f->ft[j]);
     /* the constant part: p += Apz z + Apw w, F += Afz z + Afw w */
     for (int q = 0; q < 4; q++) cmat_add(&f->lin[q], q & 1 ? w : z, q < 2 ? p : F, scale);
-    for (int i0 = 0, nb; i0 < f->nnonlinear; i0 += nb) {
-        nb = batch(f, i0, z, w, NULL);
-        emn_prog_eval_batch(f->terms.v[f->nonlinear[i0]].tmpl->pPF, nb, f->bvars, f->bout);
+    for (int b = 0; b < f->nbatch; b++) {
+        int i0 = f->bat_start[b], nb = f->bat_start[b + 1] - i0;
+        double *blk = batch(f, b, z, w, NULL);
+        emn_prog_eval_batch(f->terms.v[f->nonlinear[i0]].tmpl->pPF, nb, blk, f->bout);
         for (int i = i0; i < i0 + nb; i++) {
             const emn_term *tm = &f->terms.v[f->nonlinear[i]];
             const double *pF = f->bout + (i - i0);
@@ -1752,9 +1763,10 @@ static int jacobian(emn_form *f, const double *z, const double *w, double a, boo
         int nq = M->nnz;
         for (int k = 0; k < nq; k++) J->Ax[M->slot[k]] += coef[q] * M->val[k];
     }
-    for (int i0 = 0, nb; i0 < f->nnonlinear; i0 += nb) {
-        nb = batch(f, i0, saved ? NULL : z, w, &a);
-        emn_prog_eval_batch(f->terms.v[f->nonlinear[i0]].tmpl->pJ, nb, f->bvars, f->bout);
+    for (int b = 0; b < f->nbatch; b++) {
+        int i0 = f->bat_start[b], nb = f->bat_start[b + 1] - i0;
+        double *blk = batch(f, b, saved ? NULL : z, w, &a);
+        emn_prog_eval_batch(f->terms.v[f->nonlinear[i0]].tmpl->pJ, nb, blk, f->bout);
         for (int i = i0; i < i0 + nb; i++) {
             const emn_term *tm = &f->terms.v[f->nonlinear[i]];
             int m = tm->m;

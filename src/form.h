@@ -152,12 +152,13 @@ typedef struct emn_form {
     bool *need_int;     /* per source: its integral is used somewhere */
     int *nonlinear;     /* indices of nonlinear terms */
     int nnonlinear;
-    double *tloc;       /* their locals at the last emn_form_eval, from tloc_off[i] */
-    int *tloc_off;
+    /* their batches: nonlinear terms bat_start[b] .. bat_start[b + 1] - 1
+     * share a template, and their locals at the last emn_form_eval are in
+     * tloc from bat_off[b], one row of EMN_PROG_BATCH lanes a local */
+    int nbatch, *bat_start, *bat_off;
+    double *tloc;
     double *scratch;    /* per-term local workspace */
-    /* a batch of terms of one template: their locals and results, one
-     * row of EMN_PROG_BATCH lanes per local or result */
-    double *bvars, *bout;
+    double *bout;       /* a batch's results, one row of lanes a result */
     double t;
 } emn_form;
 
