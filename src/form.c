@@ -1709,10 +1709,17 @@ int emn_form_eval(emn_form *f, const double *z, const double *w, double *p, doub
                   double *scale, int *bad_term)
 {
     int n = f->n;
-    memcpy(p, f->pt, (size_t)n * sizeof(double));
-    memcpy(F, f->ft, (size_t)n * sizeof(double));
+    const double *pt = f->pt, *ft = f->ft;
     if (scale)
-        for (int j = 0; j < n; j++) scale[j] = fabs(f->pt[j]) + fabs(f->ft[j]);
+        for (int j = 0; j < n; j++) {
+            p[j] = pt[j];
+            F[j] = ft[j];
+            scale[j] = fabs(pt[j]) + fabs(ft[j]);
+        }
+    else {
+        memcpy(p, pt, (size_t)n * sizeof(double));
+        memcpy(F, ft, (size_t)n * sizeof(double));
+    }
     /* the constant part: p += Apz z + Apw w, F += Afz z + Afw w */
     for (int q = 0; q < 4; q++) cmat_add(&f->lin[q], q & 1 ? w : z, q < 2 ? p : F, scale);
     for (int b = 0; b < f->nbatch; b++) {

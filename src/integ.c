@@ -224,12 +224,18 @@ static step_formula formula(const emn_integ *it, double h, int order)
 static void history(const emn_integ *it, const step_formula *s, const double *y1, const double *y2,
                     const double *yd1, double *out)
 {
-    for (int j = 0; j < it->n; j++) {
-        double v = s->a1 * y1[j];
-        if (s->a2 != 0) v += s->a2 * y2[j];
-        if (s->b1 != 0) v += s->b1 * yd1[j];
-        out[j] = v;
-    }
+    /* the coefficients in locals and one loop per formula: out may alias
+     * nothing of s, but the compiler cannot know it */
+    int n = it->n;
+    double a1 = s->a1, a2 = s->a2, b1 = s->b1;
+    if (a2 == 0 && b1 == 0)
+        for (int j = 0; j < n; j++) out[j] = a1 * y1[j];
+    else if (a2 == 0)
+        for (int j = 0; j < n; j++) out[j] = a1 * y1[j] + b1 * yd1[j];
+    else if (b1 == 0)
+        for (int j = 0; j < n; j++) out[j] = a1 * y1[j] + a2 * y2[j];
+    else
+        for (int j = 0; j < n; j++) out[j] = a1 * y1[j] + a2 * y2[j] + b1 * yd1[j];
 }
 
 /* A linear circuit's Newton matrix depends on a alone, so its
@@ -327,15 +333,20 @@ static int newton(emn_integ *it, double tnew, double a, const double *hz, const 
             return 1;
         }
         bool res_ok = true;
-        for (int j = 0; j < n; j++) {
-            double ap = a * p[j];
-            it->r[j] = ap + hp[j] - F[j];
-            double tol = it->o.reltol * (fabs(ap) + fabs(hp[j]) + fabs(it->scale[j])) + it->res_abs[j];
-            if (!isfinite(it->r[j])) {
-                it->nan_coord = j;
-                return 1;
+        {
+            /* locals, so that the stores to r are not taken to change them */
+            double *r = it->r, rt = it->o.reltol;
+            const double *sc = it->scale, *ra = it->res_abs;
+            for (int j = 0; j < n; j++) {
+                double ap = a * p[j];
+                r[j] = ap + hp[j] - F[j];
+                double tol = rt * (fabs(ap) + fabs(hp[j]) + fabs(sc[j])) + ra[j];
+                if (!isfinite(r[j])) {
+                    it->nan_coord = j;
+                    return 1;
+                }
+                if (fabs(r[j]) > tol) res_ok = false;
             }
-            if (fabs(it->r[j]) > tol) res_ok = false;
         }
         if (iter >= it->min_iter && res_ok && (dw_ok || linear)) return 0;
         if (iter == it->o.itl4) break;
