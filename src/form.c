@@ -985,8 +985,8 @@ static emn_tmpl *term_template(emn_form *f, tmpl_cache *tc, emn_arena *scratch, 
     return tc->list.v[idx];
 }
 
-/* Local variables of a term: v, u of each slot, then the parameters. */
-/* The locals of term tm at (z, w), local v at loc[v * stride]. */
+/* Local variables of term tm at (z, w): v, u of each slot, then the
+ * parameters; local k at loc[k * stride]. */
 static void term_locals(const emn_form *f, const emn_term *tm, const double *z, const double *w, double *loc,
                         int stride)
 {
@@ -1109,7 +1109,10 @@ static void stamp_matrices(emn_form *f, const tcouplings *tc)
     const emn_sparse *J = &f->J;
     int *er, *eq, *start = bucket_couplings(f, tc, false, n, &er, &eq);
     int maxc = 0;
-    for (int col = 0; col < n; col++) maxc = J->Ap[col + 1] - J->Ap[col] > maxc ? J->Ap[col + 1] - J->Ap[col] : maxc;
+    for (int col = 0; col < n; col++) {
+        int len = J->Ap[col + 1] - J->Ap[col];
+        if (len > maxc) maxc = len;
+    }
     double *buf = emn_xcalloc(4 * ((size_t)maxc + 1), sizeof(double));
     int *pos = emn_xmalloc(((size_t)n + 1) * sizeof(int));
     /* at most J's entries each: what is never written is never mapped,
@@ -1213,9 +1216,8 @@ static void time_couplings(emn_form *f, const tcouplings *tc)
         for (int j = 0; j < n; j++) at[j] = -1;
         for (int half = 0; half < 2; half++) {     /* integral columns, then value columns */
             int di = 2 * which + half;
-            for (int src = 0; src < ns; src++) {
-                if (zero_source(f->c->elems.v[f->src_elem[src]].src)) continue;    /* its terms are 0 */
-                int first = row.n, c = half * ns + src;
+            for (int l = 0; l < f->nlive; l++) {  /* a constant 0's terms are 0 */
+                int src = f->live_src[l], first = row.n, c = half * ns + src;
                 for (int e = start[src]; e < start[src + 1]; e++) {
                     const tcoupling *t = &tc->v[er[e]];
                     const emn_lmap *sa = &f->slots.v[t->sa], *sb = &f->slots.v[t->sb];
@@ -1672,11 +1674,12 @@ static double *batch(emn_form *f, int b, const double *z, const double *w, const
     double *blk = f->tloc + f->bat_off[b];
     int i0 = f->bat_start[b], nb = f->bat_start[b + 1] - i0;
     int nv = 2 * f->terms.v[f->nonlinear[i0]].m + NPARAM + 2;
+    double ia = a ? 1 / a[0] : 0;
     for (int k = 0; k < nb; k++) {
         if (z) term_locals(f, &f->terms.v[f->nonlinear[i0 + k]], z, w, blk + k, EMN_PROG_BATCH);
         if (a) {
             blk[(nv - 2) * EMN_PROG_BATCH + k] = a[0];
-            blk[(nv - 1) * EMN_PROG_BATCH + k] = 1 / a[0];
+            blk[(nv - 1) * EMN_PROG_BATCH + k] = ia;
         }
     }
     return blk;
@@ -1808,19 +1811,24 @@ int emn_form_jacobian_last(emn_form *f, double a)
 
 bool emn_form_is_linear(const emn_form *f) { return f->nnonlinear == 0; }
 
+/* Whether a template's L, D or P depends on slot a's value (local a;
+ * locals 0..m-1 are the slots' values, m..2m-1 their rates). */
+static bool reads_value(const emn_tmpl *t, int a)
+{
+    return emn_expr_depends(t->L, a) || emn_expr_depends(t->D, a) || emn_expr_depends(t->P, a);
+}
+
 void emn_form_z_used(const emn_form *f, bool *used)
 {
     for (int j = 0; j < f->n; j++) used[j] = f->coord[j].kind == EMN_COORD_MECH;
     for (int q = 0; q <= 2; q += 2)     /* dp/dz, dF/dz: what reads a value */
         for (int e = 0; e < f->lin[q].nnz; e++) used[f->lin[q].col[e]] = true;
-    /* a nonlinear term reads slot a's value if its L, D or P depends on
-     * local a (a C(x) its plate's position; a moving coil's current, only
-     * its rate) */
+    /* a nonlinear term by its own expressions (a C(x) reads its plate's
+     * position; a moving coil its current's rate only) */
     for (int i = 0; i < f->nnonlinear; i++) {
         const emn_term *tm = &f->terms.v[f->nonlinear[i]];
-        const emn_tmpl *t = tm->tmpl;
         for (int a = 0; a < tm->m; a++) {
-            if (!emn_expr_depends(t->L, a) && !emn_expr_depends(t->D, a) && !emn_expr_depends(t->P, a)) continue;
+            if (!reads_value(tm->tmpl, a)) continue;
             const emn_lmap *m = &f->slots.v[tm->slot[a]];
             for (int q = 0; q < m->nc; q++) used[m->ci[q]] = true;
         }
@@ -1858,8 +1866,7 @@ static int term_reads(const emn_term *tm)
 {
     const emn_tmpl *t = tm->tmpl;
     bool value = false;
-    for (int a = 0; a < tm->m && !value; a++)      /* locals 0..m-1 are the slots' values */
-        value = emn_expr_depends(t->L, a) || emn_expr_depends(t->D, a) || emn_expr_depends(t->P, a);
+    for (int a = 0; a < tm->m && !value; a++) value = reads_value(t, a);
     if (!value) return READS_RATE;
     return tm->linear && tm->m == 1 ? READS_BRANCH : READS_OTHER;
 }
