@@ -12,7 +12,9 @@
  * pattern is new, klu_refactor (same pivots, no search) when only values
  * changed, klu_factor the first time and whenever the old pivots have gone
  * bad.  A symmetric matrix with a positive diagonal (a passive network's)
- * is first offered to CHOLMOD as L D L', kept if every pivot is positive.  It keeps copies of the pattern and values it last factored: the
+ * is first offered to CHOLMOD as L D L', kept if every pivot is positive;
+ * a large one's solves run in two halves, on two cores (plan_halves).
+ * It keeps copies of the pattern and values it last factored: the
  * pattern copy makes "is this the same pattern?" a comparison of contents,
  * not of pointers a freed and rebuilt matrix may happen to reuse, and the
  * value copy lets an unchanged matrix (a linear circuit at a constant step)
@@ -40,6 +42,7 @@
 #include <suitesparse/klu.h>
 #endif
 
+#include "par.h"
 #include "util.h"
 
 /* A refactorization whose condition estimate or pivot growth fell by more
@@ -207,7 +210,14 @@ struct emn_lu {
     cholmod_common *cc;
     cholmod_factor *ldl_sym;    /* the pattern's analysis (the owner's) */
     int *mirror;                /* the owner's: where each entry's transpose is, or -1 */
+    /* The owner's analysis may order the columns so that the solve splits
+     * in two halves for two cores (plan_halves): columns [0, half_n0)
+     * and [half_n0, half_t0) are whole subtrees of the elimination tree,
+     * joined only through the top, [half_t0, n).  half_t0 = 0: no split. */
+    int half_n0, half_t0;
     cholmod_factor *ldl;
+    int *split;                 /* per column below the top: where its rows in the top begin */
+    double *topbuf;             /* 2 (n - half_t0): each half's updates of the top */
     bool use_ldl;               /* the valid factorization is ldl, not num */
     bool ldl_failed;            /* not positive definite once: KLU from then on */
     double *work;               /* n, for the LDL' solve */
@@ -284,7 +294,11 @@ static void drop_ldl(emn_lu *lu)
         cholmod_free_factor(&lu->ldl_sym, lu->cc);
     }
     free(lu->mirror);
-    lu->mirror = NULL;
+    free(lu->split);
+    free(lu->topbuf);
+    lu->mirror = lu->split = NULL;
+    lu->topbuf = NULL;
+    lu->half_n0 = lu->half_t0 = 0;
     lu->use_ldl = lu->ldl_failed = false;
 }
 
@@ -430,6 +444,163 @@ static cholmod_sparse upper(const emn_sparse *A)
     return S;
 }
 
+/* Below this many entries in L a solve takes too little time to share. */
+#define EMN_LDL_HALVES_MIN 40000
+
+/* A subtree of the elimination tree by its weight, heaviest first. */
+typedef struct subtree { double w; int root; } subtree;
+
+static int heavier_first(const void *a, const void *b)
+{
+    const subtree *x = a, *y = b;
+    if (x->w != y->w) return x->w < y->w ? 1 : -1;
+    return (x->root > y->root) - (x->root < y->root);
+}
+
+/*
+ * The order of P A P' (sym: its AMD order P and the column counts of L)
+ * rearranged so that its elimination tree splits in two halves of nearly
+ * equal solve work, whole subtrees each, and the columns above them
+ * (the top): a column's entries in L lie in its own subtrees and the top,
+ * so the halves' forward and backward passes touch nothing of each other
+ * but the top, done in between.  The top is grown from the roots down,
+ * always splitting the heaviest subtree, and at each size the subtrees
+ * below it are shared out, largest first, to the lighter half.  Any
+ * order that keeps every column after its descendants has the same L,
+ * so the fill AMD planned is kept.  Returns false (no split) when the
+ * tree does not split well: a chain, such as a ladder's.
+ */
+static bool plan_halves(const emn_sparse *A, const cholmod_factor *sym, int *perm, int *n0, int *t0)
+{
+    int n = A->n;
+    const int *P = sym->Perm, *count = sym->ColCount;
+    int *pinv = emn_xmalloc((size_t)n * sizeof(int));
+    int *parent = emn_xmalloc((size_t)n * sizeof(int));
+    int *anc = emn_xmalloc((size_t)n * sizeof(int));
+    for (int k = 0; k < n; k++) pinv[P[k]] = k;
+    /* the elimination tree, with path compression through anc */
+    for (int k = 0; k < n; k++) {
+        parent[k] = anc[k] = -1;
+        int j = P[k];
+        for (int p = A->Ap[j]; p < A->Ap[j + 1]; p++)
+            for (int i = pinv[A->Ai[p]]; i >= 0 && i < k;) {
+                int next = anc[i];
+                anc[i] = k;
+                if (next < 0) parent[i] = k;
+                i = next;
+            }
+    }
+    free(anc);
+    /* subtree weights: a column's entries are what a solve streams */
+    double *W = emn_xmalloc((size_t)n * sizeof(double)), total = 0;
+    for (int k = 0; k < n; k++) W[k] = count[k];
+    for (int k = 0; k < n; k++) {
+        total += count[k];
+        if (parent[k] >= 0) W[parent[k]] += W[k];
+    }
+    int *head = emn_xmalloc((size_t)n * sizeof(int)), *next = emn_xmalloc((size_t)n * sizeof(int));
+    for (int k = 0; k < n; k++) head[k] = -1;
+    for (int k = n - 1; k >= 0; k--)
+        if (parent[k] >= 0) {
+            next[k] = head[parent[k]];
+            head[parent[k]] = k;
+        }
+    /* group: 0 or 1 for a half, 2 for the top, -1 until known */
+    signed char *group = emn_xmalloc((size_t)n);
+    subtree *cand = emn_xmalloc((size_t)n * sizeof *cand);
+    /* Grow the top until it holds a quarter of the work, and keep the
+     * split whose longer half plus top is shortest: run once to find it,
+     * again to stop there. */
+    int best = -1;
+    double best_cost = 0.75 * total;    /* a split must save a quarter */
+    for (int pass = 0; pass < 2; pass++) {
+        int nc = 0;
+        for (int k = 0; k < n; k++) {
+            group[k] = -1;
+            if (parent[k] < 0) cand[nc++] = (subtree){W[k], k};
+        }
+        double top = 0, work = 0;
+        /* the work bound stops a forest of many small trees early */
+        for (int it = 0; nc > 0 && top <= 0.25 * total && work < 1e7; it++) {
+            qsort(cand, (size_t)nc, sizeof *cand, heavier_first);
+            work += nc;
+            double bin[2] = {0, 0};
+            for (int a = 0; a < nc; a++) {
+                int h = bin[1] < bin[0];
+                bin[h] += cand[a].w;
+                group[cand[a].root] = (signed char)h;
+            }
+            double cost = fmax(bin[0], bin[1]) + top;
+            if (pass == 0 && cost < best_cost) {
+                best_cost = cost;
+                best = it;
+            }
+            if (pass == 1 && it == best) break;
+            int r = cand[0].root;
+            group[r] = 2;
+            top += count[r];
+            cand[0] = cand[--nc];
+            for (int c = head[r]; c >= 0; c = next[c]) cand[nc++] = (subtree){W[c], c};
+        }
+        if (best < 0) break;
+    }
+    bool ok = best >= 0;
+    if (ok) {
+        /* below the candidates, a column goes with its parent */
+        for (int k = n - 1; k >= 0; k--)
+            if (group[k] < 0) group[k] = group[parent[k]];
+        int at = 0;
+        for (int g = 0; g < 3; g++) {
+            if (g == 1) *n0 = at;
+            if (g == 2) *t0 = at;
+            for (int k = 0; k < n; k++)
+                if (group[k] == g) perm[at++] = P[k];
+        }
+        ok = *n0 > 0 && *t0 > *n0 && *t0 < n;
+    }
+    free(group);
+    free(cand);
+    free(head);
+    free(next);
+    free(W);
+    free(parent);
+    free(pinv);
+    return ok;
+}
+
+/* The analysis of the owner's pattern: AMD's order, and then, where L is
+ * large enough for a solve to be worth two cores, that order rearranged
+ * for a solve in two halves. */
+static cholmod_factor *analyze_ldl(emn_lu *o, cholmod_sparse *S, const emn_sparse *A)
+{
+    cholmod_common *cc = ldl_common(o);
+    cholmod_factor *sym = cholmod_analyze(S, cc);
+    cholmod_memory(cc);
+    o->half_n0 = o->half_t0 = 0;
+    if (!sym) return NULL;
+    double lnz = 0;
+    for (int k = 0; k < A->n; k++) lnz += ((const int *)sym->ColCount)[k];
+    if (lnz < EMN_LDL_HALVES_MIN) return sym;
+    int *perm = emn_xmalloc(((size_t)A->n + 1) * sizeof(int)), n0 = 0, t0 = 0;
+    if (plan_halves(A, sym, perm, &n0, &t0)) {
+        /* the order as given: not AMD's again, nor postordered */
+        cc->method[0].ordering = CHOLMOD_GIVEN;
+        cc->postorder = 0;
+        cholmod_factor *given = cholmod_analyze_p(S, perm, NULL, 0, cc);
+        cholmod_memory(cc);
+        cc->method[0].ordering = CHOLMOD_AMD;
+        cc->postorder = 1;
+        if (given) {
+            cholmod_free_factor(&sym, cc);
+            sym = given;
+            o->half_n0 = n0;
+            o->half_t0 = t0;
+        }
+    }
+    free(perm);
+    return sym;
+}
+
 /* L D L' of a symmetric A.  Returns 0, or -1 if a pivot is not positive
  * and clearly above rounding of its diagonal entry (the matrix is
  * indefinite or singular to working precision: KLU decides, and names
@@ -439,8 +610,7 @@ static int factor_ldl(emn_lu *lu, const emn_sparse *A)
     emn_lu *o = lu->share ? lu->share : lu;
     cholmod_sparse S = upper(A);
     if (!o->ldl_sym) {
-        o->ldl_sym = cholmod_analyze(&S, ldl_common(o));
-        cholmod_memory(o->cc);
+        o->ldl_sym = analyze_ldl(o, &S, A);
         if (!o->ldl_sym) return -1;
     }
     cholmod_common *cc = ldl_common(lu);
@@ -469,31 +639,104 @@ static int factor_ldl(emn_lu *lu, const emn_sparse *A)
         hi = fmax(hi, d);
     }
     for (int k = 0; k < A->n; k++) lu->dinv[k] = 1 / Lx[Lp[k]];
+    if (o->half_t0 > 0) {
+        /* rows sorted in each column: those in the top come last */
+        int t0 = o->half_t0;
+        const int *Li = lu->ldl->i, *Lnz = lu->ldl->nz;
+        lu->split = emn_xrealloc(lu->split, (size_t)t0 * sizeof(int));
+        lu->topbuf = emn_xrealloc(lu->topbuf, 2 * (size_t)(A->n - t0) * sizeof(double));
+        for (int j = 0; j < t0; j++) {
+            int p = Lp[j] + Lnz[j];
+            while (p > Lp[j] + 1 && Li[p - 1] >= t0) p--;
+            lu->split[j] = p;
+        }
+    }
     klu_free_numeric(&lu->num, &lu->common);
     lu->rcond = lo / hi;
     lu->use_ldl = lu->valid = true;
     return 0;
 }
 
-/* b = A^-1 b from P A P' = L D L' (L unit lower triangular, D on its
- * diagonal): L y = P b, then L' (P x) = D^-1 y. */
-static void solve_ldl(emn_lu *lu, double *b)
+/* Forward and backward passes over a range of L's columns. */
+static void forward_cols(const cholmod_factor *L, double *y, int lo, int hi)
 {
-    const cholmod_factor *L = lu->ldl;
-    const int *Lp = L->p, *Li = L->i, *Lnz = L->nz, *P = L->Perm;
+    const int *Lp = L->p, *Li = L->i, *Lnz = L->nz;
     const double *Lx = L->x;
-    double *y = lu->work;
-    int n = lu->n;
-    for (int k = 0; k < n; k++) y[k] = b[P[k]];
-    for (int j = 0; j < n; j++) {
+    for (int j = lo; j < hi; j++) {
         double yj = y[j];
         if (yj != 0)
             for (int p = Lp[j] + 1, end = Lp[j] + Lnz[j]; p < end; p++) y[Li[p]] -= Lx[p] * yj;
     }
-    for (int j = n - 1; j >= 0; j--) {
-        double x = y[j] * lu->dinv[j];
+}
+
+static void backward_cols(const cholmod_factor *L, const double *dinv, double *y, int lo, int hi)
+{
+    const int *Lp = L->p, *Li = L->i, *Lnz = L->nz;
+    const double *Lx = L->x;
+    for (int j = hi - 1; j >= lo; j--) {
+        double x = y[j] * dinv[j];
         for (int p = Lp[j] + 1, end = Lp[j] + Lnz[j]; p < end; p++) x -= Lx[p] * y[Li[p]];
         y[j] = x;
+    }
+}
+
+typedef struct halves {
+    const emn_lu *lu;
+    double *y;
+    int lo[2], hi[2], t0, ntop;
+} halves;
+
+/* One half's forward pass: its own rows in place, the top's into its
+ * share of topbuf (the other half writes the same rows). */
+static void forward_half(void *arg, int h)
+{
+    const halves *H = arg;
+    const cholmod_factor *L = H->lu->ldl;
+    const int *Lp = L->p, *Li = L->i, *Lnz = L->nz, *split = H->lu->split;
+    const double *Lx = L->x;
+    double *y = H->y, *top = H->lu->topbuf + (size_t)h * H->ntop;
+    int t0 = H->t0;
+    memset(top, 0, (size_t)H->ntop * sizeof *top);
+    for (int j = H->lo[h]; j < H->hi[h]; j++) {
+        double yj = y[j];
+        if (yj == 0) continue;
+        int p = Lp[j] + 1, mid = split[j], end = Lp[j] + Lnz[j];
+        for (; p < mid; p++) y[Li[p]] -= Lx[p] * yj;
+        for (; p < end; p++) top[Li[p] - t0] -= Lx[p] * yj;
+    }
+}
+
+static void backward_half(void *arg, int h)
+{
+    const halves *H = arg;
+    backward_cols(H->lu->ldl, H->lu->dinv, H->y, H->lo[h], H->hi[h]);
+}
+
+/* b = A^-1 b from P A P' = L D L' (L unit lower triangular, D on its
+ * diagonal): L y = P b, then L' (P x) = D^-1 y.  With the owner's order
+ * in halves, each pass runs its halves side by side (par.h) and the top
+ * in between; the top's updates from the two halves are added in a fixed
+ * order, so the result is the same on one core or two. */
+static void solve_ldl(emn_lu *lu, double *b)
+{
+    const emn_lu *o = lu->share ? lu->share : lu;
+    const cholmod_factor *L = lu->ldl;
+    const int *P = L->Perm;
+    double *y = lu->work;
+    int n = lu->n, t0 = o->half_t0;
+    for (int k = 0; k < n; k++) y[k] = b[P[k]];
+    if (t0 > 0) {
+        halves H = {lu, y, {0, o->half_n0}, {o->half_n0, t0}, t0, n - t0};
+        lu->stats.halves++;
+        emn_par_two(forward_half, &H);
+        const double *top0 = lu->topbuf, *top1 = lu->topbuf + H.ntop;
+        for (int i = 0; i < H.ntop; i++) y[t0 + i] = (y[t0 + i] + top0[i]) + top1[i];
+        forward_cols(L, y, t0, n);
+        backward_cols(L, lu->dinv, y, t0, n);
+        emn_par_two(backward_half, &H);
+    } else {
+        forward_cols(L, y, 0, n);
+        backward_cols(L, lu->dinv, y, 0, n);
     }
     for (int k = 0; k < n; k++) b[P[k]] = y[k];
 }

@@ -61,6 +61,7 @@ typedef struct emn_lu_stats {
     long solves;
     long offdiag;           /* pivots off the diagonal in the last full factorization */
     long ldl;               /* L D L' factorizations tried (symmetric matrices) */
+    long halves;            /* L D L' solves run in two halves (see sparse.c) */
 } emn_lu_stats;
 
 emn_lu *emn_lu_new(void);

@@ -1,0 +1,122 @@
+/*
+ * par.c: the helper thread behind emn_par_two.
+ *
+ * A job is posted by raising `posted`; the helper runs half 1 and sets
+ * `done` to the same number.  The two halves of one solve are a few
+ * hundred microseconds apart, the solves themselves a millisecond or so:
+ * the helper spins (with the CPU's pause hint) for a while after each job
+ * so that the next one starts at once, and only then sleeps on a
+ * condition variable, so that an idle emnet does not hold a core.  The
+ * caller, waiting for half 1, spins too, yielding now and then in case the
+ * helper shares its core with something else.
+ */
+#include "config.h"
+#include "par.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* How long the helper spins for the next job before it sleeps. */
+#define SPIN_NS 50000
+
+static struct {
+    int threads;                /* 0: not yet decided */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    atomic_uint posted, done;
+    atomic_int sleeping;
+    emn_par_fn fn;
+    void *arg;
+} P = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+
+static inline void relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+static long long now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void *helper(void *unused)
+{
+    unsigned seen = 0;
+    for (;;) {
+        long long t0 = 0;
+        for (unsigned k = 1; atomic_load(&P.posted) == seen; k++) {
+            relax();
+            if (k % 256) continue;
+            if (!t0) t0 = now_ns();
+            else if (now_ns() - t0 > SPIN_NS) {
+                /* Sleep.  `sleeping` is raised before `posted` is read
+                 * again under the lock, and the poster raises `posted`
+                 * before it reads `sleeping`: one of the two sees the
+                 * other's store, so no wake-up is lost. */
+                pthread_mutex_lock(&P.mu);
+                atomic_store(&P.sleeping, 1);
+                while (atomic_load(&P.posted) == seen) pthread_cond_wait(&P.cv, &P.mu);
+                atomic_store(&P.sleeping, 0);
+                pthread_mutex_unlock(&P.mu);
+                break;
+            }
+        }
+        seen = atomic_load(&P.posted);
+        P.fn(P.arg, 1);
+        atomic_store(&P.done, seen);
+    }
+    return NULL;
+}
+
+static void decide(void)
+{
+    const char *env = getenv("EMNET_THREADS");
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    P.threads = 1;
+    if (env && *env ? strcmp(env, "1") == 0 : cpus < 2) return;
+    pthread_t t;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    if (pthread_create(&t, &attr, helper, NULL) == 0) P.threads = 2;
+    pthread_attr_destroy(&attr);
+}
+
+int emn_par_threads(void)
+{
+    if (!P.threads) decide();
+    return P.threads;
+}
+
+void emn_par_two(emn_par_fn fn, void *arg)
+{
+    if (emn_par_threads() < 2) {
+        fn(arg, 0);
+        fn(arg, 1);
+        return;
+    }
+    P.fn = fn;
+    P.arg = arg;
+    unsigned job = atomic_load(&P.posted) + 1;
+    atomic_store(&P.posted, job);
+    if (atomic_load(&P.sleeping)) {
+        pthread_mutex_lock(&P.mu);
+        pthread_cond_signal(&P.cv);
+        pthread_mutex_unlock(&P.mu);
+    }
+    fn(arg, 0);
+    for (unsigned k = 1; atomic_load(&P.done) != job; k++) {
+        relax();
+        if (k % 4096 == 0) sched_yield();
+    }
+}
