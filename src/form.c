@@ -14,6 +14,7 @@
 #include "config.h"
 #include "form.h"
 #include "elem.h"
+#include "par.h"
 #include "topo.h"
 #include "util.h"
 #include "wave.h"
@@ -1096,6 +1097,38 @@ static int *bucket_couplings(const emn_form *f, const tcouplings *tc, bool sourc
     return start;
 }
 
+/* Below this many entries (and rows) the linear part of an evaluation is
+ * not worth a second core. */
+#define EMN_LIN_HALVES_MIN 50000
+
+/* The row that splits the linear part of an evaluation (the copy of the
+ * constant parts, a row each, and the four matrices' entries) in two
+ * halves of nearly equal work. */
+static void split_rows(emn_form *f)
+{
+    int n = f->n;
+    f->lin_mid = 0;
+    long total = n;
+    for (int q = 0; q < 4; q++) total += f->lin[q].nnz;
+    if (total < EMN_LIN_HALVES_MIN) return;
+    int lo = 0, hi = n;         /* the first row whose work before it reaches half */
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        long before = mid;
+        for (int q = 0; q < 4; q++) before += f->lin[q].rptr[mid];
+        if (2 * before < total) lo = mid + 1;
+        else hi = mid;
+    }
+    if (lo <= 0 || lo >= n) return;
+    f->lin_mid = lo;
+    for (int q = 0; q < 4; q++) {
+        const emn_cmat *m = &f->lin[q];
+        int r = 0;
+        while (r < m->nrows && m->rows[r] < lo) r++;
+        f->lin_r[q] = r;
+    }
+}
+
 /* The four constant matrices (dp/dz, dp/dw, dF/dz, dF/dw of the linear
  * terms), summed column by column straight into their compressed form:
  * each coupling's block is listed under the columns it reaches, and a
@@ -1188,6 +1221,7 @@ static void stamp_matrices(emn_form *f, const tcouplings *tc)
     free(er);
     free(eq);
     free(start);
+    split_rows(f);
 }
 
 /* A source that is 0 at every time and its integral with it. */
@@ -1689,11 +1723,11 @@ static double *batch(emn_form *f, int b, const double *z, const double *w, const
  * too.  Row by row: a row's sums are kept in registers and stored once,
  * and only the rows with entries are visited (dp/dz and dF/dz have few:
  * inductors, springs). */
-static void cmat_add(const emn_cmat *M, const double *x, double *y, double *scale)
+static void cmat_add(const emn_cmat *M, const double *x, double *y, double *scale, int r0, int r1)
 {
     const int *ptr = M->rptr, *col = M->col;
     const double *val = M->val;
-    for (int r = 0; r < M->nrows; r++) {
+    for (int r = r0; r < r1; r++) {
         int i = M->rows[r];
         double s = y[i], a = scale ? scale[i] : 0;
         for (int k = ptr[i]; k < ptr[i + 1]; k++) {
@@ -1708,23 +1742,65 @@ static void cmat_add(const emn_cmat *M, const double *x, double *y, double *scal
     }
 }
 
-int emn_form_eval(emn_form *f, const double *z, const double *w, double *p, double *F,
-                  double *scale, int *bad_term)
+/* The linear part of an evaluation: p, F (and scale) = the constant and
+ * time parts plus the four matrices times z and w; with `rest`, at w = 0
+ * and without scale (emn_form_eval_rest). */
+typedef struct lin_part {
+    const emn_form *f;
+    const double *z, *w;
+    double *p, *F, *scale;
+    bool rest;
+} lin_part;
+
+/* Rows [i0, i1) of it, from position r0[q] to r1[q] of lin[q]'s rows.
+ * Each row's sums run in the same order whatever the rows' split. */
+static void lin_rows(const lin_part *L, int i0, int i1, const int *r0, const int *r1)
 {
-    int n = f->n;
+    const emn_form *f = L->f;
     const double *pt = f->pt, *ft = f->ft;
+    double *p = L->p, *F = L->F, *scale = L->scale;
     if (scale)
-        for (int j = 0; j < n; j++) {
+        for (int j = i0; j < i1; j++) {
             p[j] = pt[j];
             F[j] = ft[j];
             scale[j] = fabs(pt[j]) + fabs(ft[j]);
         }
     else {
-        memcpy(p, pt, (size_t)n * sizeof(double));
-        memcpy(F, ft, (size_t)n * sizeof(double));
+        memcpy(p + i0, pt + i0, (size_t)(i1 - i0) * sizeof(double));
+        memcpy(F + i0, ft + i0, (size_t)(i1 - i0) * sizeof(double));
     }
-    /* the constant part: p += Apz z + Apw w, F += Afz z + Afw w */
-    for (int q = 0; q < 4; q++) cmat_add(&f->lin[q], q & 1 ? w : z, q < 2 ? p : F, scale);
+    /* p += Apz z + Apw w, F += Afz z + Afw w */
+    for (int q = 0; q < 4; q++)
+        if (!(L->rest && (q & 1)))
+            cmat_add(&f->lin[q], q & 1 ? L->w : L->z, q < 2 ? p : F, scale, r0[q], r1[q]);
+}
+
+static void lin_half(void *arg, int h)
+{
+    const lin_part *L = arg;
+    const emn_form *f = L->f;
+    int first[4] = {0, 0, 0, 0}, last[4];
+    for (int q = 0; q < 4; q++) last[q] = f->lin[q].nrows;
+    if (h == 0) lin_rows(L, 0, f->lin_mid, first, f->lin_r);
+    else lin_rows(L, f->lin_mid, f->n, f->lin_r, last);
+}
+
+static void eval_linear(const lin_part *L)
+{
+    if (L->f->lin_mid > 0) {
+        emn_par_two(lin_half, (void *)L);
+        return;
+    }
+    int first[4] = {0, 0, 0, 0}, last[4];
+    for (int q = 0; q < 4; q++) last[q] = L->f->lin[q].nrows;
+    lin_rows(L, 0, L->f->n, first, last);
+}
+
+int emn_form_eval(emn_form *f, const double *z, const double *w, double *p, double *F,
+                  double *scale, int *bad_term)
+{
+    lin_part L = {f, z, w, p, F, scale, false};
+    eval_linear(&L);
     for (int b = 0; b < f->nbatch; b++) {
         int i0 = f->bat_start[b], nb = f->bat_start[b + 1] - i0;
         double *blk = batch(f, b, z, w, NULL);
@@ -1753,11 +1829,8 @@ int emn_form_eval(emn_form *f, const double *z, const double *w, double *p, doub
 void emn_form_eval_rest(const emn_form *f, const double *z, double *p, double *F)
 {
     assert(f->nnonlinear == 0);
-    int n = f->n;
-    memcpy(p, f->pt, (size_t)n * sizeof(double));
-    memcpy(F, f->ft, (size_t)n * sizeof(double));
-    cmat_add(&f->lin[0], z, p, NULL);
-    cmat_add(&f->lin[2], z, F, NULL);
+    lin_part L = {f, z, NULL, p, F, NULL, true};
+    eval_linear(&L);
 }
 
 /* The Newton matrix at leading coefficient a; the nonlinear terms' locals
@@ -2028,8 +2101,8 @@ int emn_form_rates_scaled(emn_form *f, const double *z, const double *w, double 
         }
     }
     /* linear terms: the constant matrices, and their source-integral columns */
-    cmat_add(&f->lin[0], w, dp, NULL);
-    cmat_add(&f->lin[2], w, dF, dFscale);
+    cmat_add(&f->lin[0], w, dp, NULL, 0, f->lin[0].nrows);
+    cmat_add(&f->lin[2], w, dF, dFscale, 0, f->lin[2].nrows);
     for (int k = 0; k < f->pts.n; k++)
         if (f->pts.col[k] < f->nsrc) dp[f->pts.row[k]] += f->pts.val[k] * f->s[f->pts.col[k]];
     for (int k = 0; k < f->fts.n; k++)

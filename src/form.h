@@ -149,6 +149,10 @@ typedef struct emn_form {
      * term's, summed), each compressed to its own nonzeros, column by
      * column: the only copy, for evaluation and the Newton matrix */
     emn_cmat lin[4];
+    /* Rows [0, lin_mid) and [lin_mid, n) share out the linear part of an
+     * evaluation evenly, for two cores (par.h); lin_r[q]: the first of
+     * lin[q]'s rows at or past lin_mid.  lin_mid = 0: one part. */
+    int lin_mid, lin_r[4];
     bool *need_int;     /* per source: its integral is used somewhere */
     int *nonlinear;     /* indices of nonlinear terms */
     int nnonlinear;
