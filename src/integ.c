@@ -15,6 +15,7 @@
  */
 #include "config.h"
 #include "integ.h"
+#include "par.h"
 #include "util.h"
 #include "wave.h"
 
@@ -77,7 +78,6 @@ emn_integ *emn_integ_new(emn_form *f, const emn_integ_opts *o)
         it->p[k] = emn_xcalloc(sz, sizeof(double));
         it->F[k] = emn_xcalloc(sz, sizeof(double));
     }
-    it->r = emn_xcalloc(sz, sizeof(double));
     it->dw = emn_xcalloc(sz, sizeof(double));
     it->scale = emn_xcalloc(sz, sizeof(double));
     it->wtry = emn_xcalloc(sz, sizeof(double));
@@ -133,7 +133,7 @@ void emn_integ_free(emn_integ **pit)
     for (int k = 0; k < 3; k++) {
         free(it->z[k]); free(it->w[k]); free(it->p[k]); free(it->F[k]);
     }
-    free(it->r); free(it->dw); free(it->scale); free(it->wtry);
+    free(it->dw); free(it->scale); free(it->wtry);
     free(it->ztry); free(it->ptry); free(it->Ftry); free(it->peak);
     free(it->hz); free(it->hp); free(it->w_right); free(it->F_right); free(it->w_abs); free(it->res_abs);
     free(it->zused);
@@ -220,22 +220,63 @@ static step_formula formula(const emn_integ *it, double h, int order)
     return s;
 }
 
-/* History parts: ydot = a y + hy with hy from the past points. */
-static void history(const emn_integ *it, const step_formula *s, const double *y1, const double *y2,
-                    const double *yd1, double *out)
+/* ------------------------------------------------------------- halves */
+
+/* A large circuit's passes over its coordinates (history, Newton, error
+ * test) run in two halves side by side (par.h), split where its linear
+ * evaluation splits (emn_form.lin_mid), so that each core keeps to the
+ * same half of every vector; a small one's in one pass, as half 0.
+ * Every coordinate is computed as in one pass, and what a pass finds is
+ * combined in coordinate order. */
+static void half_range(const emn_integ *it, int half, int *j0, int *j1)
 {
+    int mid = it->f->lin_mid > 0 ? it->f->lin_mid : it->n;
+    *j0 = half ? mid : 0;
+    *j1 = half ? it->n : mid;
+}
+
+static void in_halves(const emn_integ *it, emn_par_fn fn, void *arg)
+{
+    if (it->f->lin_mid > 0) emn_par_two(fn, arg);
+    else fn(arg, 0);
+}
+
+/* History parts: ydot = a y + hy with hy from the past points, for z
+ * (from w) and p (from F) at once. */
+typedef struct hist_job {
+    const emn_integ *it;
+    const step_formula *s;
+    double *hz, *hp;
+} hist_job;
+
+static void history_half(void *arg, int half)
+{
+    const hist_job *H = arg;
+    const emn_integ *it = H->it;
+    int j0, j1;
+    half_range(it, half, &j0, &j1);
     /* the coefficients in locals and one loop per formula: out may alias
      * nothing of s, but the compiler cannot know it */
-    int n = it->n;
-    double a1 = s->a1, a2 = s->a2, b1 = s->b1;
-    if (a2 == 0 && b1 == 0)
-        for (int j = 0; j < n; j++) out[j] = a1 * y1[j];
-    else if (a2 == 0)
-        for (int j = 0; j < n; j++) out[j] = a1 * y1[j] + b1 * yd1[j];
-    else if (b1 == 0)
-        for (int j = 0; j < n; j++) out[j] = a1 * y1[j] + a2 * y2[j];
-    else
-        for (int j = 0; j < n; j++) out[j] = a1 * y1[j] + a2 * y2[j] + b1 * yd1[j];
+    double a1 = H->s->a1, a2 = H->s->a2, b1 = H->s->b1;
+    for (int pass = 0; pass < 2; pass++) {
+        const double *y1 = pass ? it->p[0] : it->z[0], *y2 = pass ? it->p[1] : it->z[1];
+        const double *yd1 = pass ? it->F[0] : it->w[0];
+        double *out = pass ? H->hp : H->hz;
+        if (a2 == 0 && b1 == 0)
+            for (int j = j0; j < j1; j++) out[j] = a1 * y1[j];
+        else if (a2 == 0)
+            for (int j = j0; j < j1; j++) out[j] = a1 * y1[j] + b1 * yd1[j];
+        else if (b1 == 0)
+            for (int j = j0; j < j1; j++) out[j] = a1 * y1[j] + a2 * y2[j];
+        else
+            for (int j = j0; j < j1; j++) out[j] = a1 * y1[j] + a2 * y2[j] + b1 * yd1[j];
+    }
+}
+
+static void history(const emn_integ *it, const step_formula *s, double *hz, double *hp)
+{
+    hist_job H = {it, s, hz, hp};
+    in_halves(it, history_half, &H);
 }
 
 /* A linear circuit's Newton matrix depends on a alone, so its
@@ -291,6 +332,102 @@ static emn_lu *newton_lu(emn_integ *it, double a, const double *z, const double 
     return lu;
 }
 
+/* The Newton iteration's passes over the coordinates, in halves. */
+enum {
+    SW_Z0,          /* z = -hz / a: a linear step's coordinates at w = 0 */
+    SW_RHS,         /* dw = r(0) = a p + hp - F there */
+    SW_DIRECT,      /* w = -dw (the solve of r(0) + J w = 0), z from w */
+    SW_Z,           /* z = (w - hz) / a */
+    SW_RESIDUAL,    /* dw = r(w), ok: within tolerance */
+    SW_UPDATE       /* w -= dw, z from w, ok: dw within tolerance */
+};
+
+typedef struct sweep {
+    emn_integ *it;
+    double a, ia;           /* ia = 1 / a: a multiply per coordinate */
+    const double *hz, *hp;
+    int op;
+    bool ok[2];             /* per half */
+    int bad[2];             /* per half: its first non-finite coordinate, or -1 */
+} sweep;
+
+static void sweep_half(void *arg, int h)
+{
+    sweep *S = arg;
+    emn_integ *it = S->it;
+    int j0, j1;
+    half_range(it, h, &j0, &j1);
+    /* locals, so that the stores are not taken to change them */
+    double *w = it->wtry, *z = it->ztry, *dw = it->dw, a = S->a, ia = S->ia, rt = it->o.reltol;
+    const double *p = it->ptry, *F = it->Ftry, *hz = S->hz, *hp = S->hp;
+    bool ok = true;
+    int bad = -1;
+    switch (S->op) {
+    case SW_Z0:
+        for (int j = j0; j < j1; j++) z[j] = -hz[j] * ia;
+        break;
+    case SW_RHS:
+        for (int j = j0; j < j1; j++) dw[j] = a * p[j] + hp[j] - F[j];
+        break;
+    case SW_DIRECT:
+        for (int j = j0; j < j1; j++) {
+            w[j] = -dw[j];
+            if (!isfinite(w[j])) {
+                bad = j;
+                break;
+            }
+            z[j] = (w[j] - hz[j]) * ia;
+        }
+        break;
+    case SW_Z:
+        for (int j = j0; j < j1; j++) z[j] = (w[j] - hz[j]) * ia;
+        break;
+    case SW_RESIDUAL: {
+        const double *sc = it->scale, *ra = it->res_abs;
+        for (int j = j0; j < j1; j++) {
+            double ap = a * p[j];
+            dw[j] = ap + hp[j] - F[j];
+            double tol = rt * (fabs(ap) + fabs(hp[j]) + fabs(sc[j])) + ra[j];
+            if (!isfinite(dw[j])) {
+                bad = j;
+                break;
+            }
+            if (fabs(dw[j]) > tol) ok = false;
+        }
+        break;
+    }
+    case SW_UPDATE: {
+        const double *wa = it->w_abs;
+        for (int j = j0; j < j1; j++) {
+            double wn = w[j] - dw[j];
+            if (!isfinite(wn)) {
+                bad = j;
+                break;
+            }
+            if (fabs(dw[j]) > rt * fmax(fabs(wn), fabs(w[j])) + wa[j]) ok = false;
+            w[j] = wn;
+            z[j] = (wn - hz[j]) * ia;
+        }
+        break;
+    }
+    }
+    S->ok[h] = ok;
+    S->bad[h] = bad;
+}
+
+/* Runs pass op; returns the first coordinate it found non-finite (also
+ * in it->nan_coord), or -1. */
+static int run(sweep *S, int op)
+{
+    S->op = op;
+    S->ok[1] = true;
+    S->bad[1] = -1;
+    in_halves(S->it, sweep_half, S);
+    int bad = S->bad[0] >= 0 ? S->bad[0] : S->bad[1];
+    if (bad >= 0) S->it->nan_coord = bad;
+    return bad;
+}
+
 /* Newton solve for w at t+h.  hz, hp: history parts; the iteration starts
  * from it->wtry, or, for a linear circuit with `direct`, from the exact
  * solve r(0) + J w = 0 (r is affine in w: one solve and one evaluation to
@@ -300,73 +437,41 @@ static emn_lu *newton_lu(emn_integ *it, double a, const double *z, const double 
 static int newton(emn_integ *it, double tnew, double a, const double *hz, const double *hp, bool direct)
 {
     emn_form *f = it->f;
-    int n = it->n;
-    double *w = it->wtry, *z = it->ztry, *p = it->ptry, *F = it->Ftry;
     bool linear = emn_form_is_linear(f);
     emn_form_set_time(f, tnew);
-    double ia = 1 / a;          /* z = (w - hz) / a, a multiply per coordinate */
+    sweep S = {it, a, 1 / a, hz, hp, 0, {true, true}, {-1, -1}};
     bool dw_ok = false;
     int iter = 0;
     if (linear && direct) {
-        for (int j = 0; j < n; j++) z[j] = -hz[j] * ia;
-        emn_form_eval_rest(f, z, p, F);
-        for (int j = 0; j < n; j++) it->dw[j] = a * p[j] + hp[j] - F[j];
+        if (run(&S, SW_Z0) >= 0) return 1;
+        emn_form_eval_rest(f, it->ztry, it->ptry, it->Ftry);
+        if (run(&S, SW_RHS) >= 0) return 1;
         it->st.newton++;
-        emn_lu *lu = newton_lu(it, a, z, w, true);
+        emn_lu *lu = newton_lu(it, a, it->ztry, it->wtry, true);
         if (!lu) return 1;
         emn_lu_solve(lu, it->dw);
         it->st.solves++;
-        for (int j = 0; j < n; j++) {
-            w[j] = -it->dw[j];
-            if (!isfinite(w[j])) {
-                it->nan_coord = j;
-                return 1;
-            }
-        }
+        if (run(&S, SW_DIRECT) >= 0) return 1;
         iter = 1;
+    } else if (run(&S, SW_Z) >= 0) {
+        return 1;
     }
     for (; iter <= it->o.itl4; iter++) {
-        for (int j = 0; j < n; j++) z[j] = (w[j] - hz[j]) * ia;
         int bad = -1;
-        if (emn_form_eval(f, z, w, p, F, it->scale, &bad)) {
+        if (emn_form_eval(f, it->ztry, it->wtry, it->ptry, it->Ftry, it->scale, &bad)) {
             it->nan_coord = 0;
             return 1;
         }
-        bool res_ok = true;
-        {
-            /* locals, so that the stores to r are not taken to change them */
-            double *r = it->r, rt = it->o.reltol;
-            const double *sc = it->scale, *ra = it->res_abs;
-            for (int j = 0; j < n; j++) {
-                double ap = a * p[j];
-                r[j] = ap + hp[j] - F[j];
-                double tol = rt * (fabs(ap) + fabs(hp[j]) + fabs(sc[j])) + ra[j];
-                if (!isfinite(r[j])) {
-                    it->nan_coord = j;
-                    return 1;
-                }
-                if (fabs(r[j]) > tol) res_ok = false;
-            }
-        }
-        if (iter >= it->min_iter && res_ok && (dw_ok || linear)) return 0;
+        if (run(&S, SW_RESIDUAL) >= 0) return 1;
+        if (iter >= it->min_iter && S.ok[0] && S.ok[1] && (dw_ok || linear)) return 0;
         if (iter == it->o.itl4) break;
         it->st.newton++;
-        emn_lu *lu = newton_lu(it, a, z, w, linear);
+        emn_lu *lu = newton_lu(it, a, it->ztry, it->wtry, linear);
         if (!lu) return 1;
-        memcpy(it->dw, it->r, (size_t)n * sizeof(double));
         emn_lu_solve(lu, it->dw);
         it->st.solves++;
-        dw_ok = true;
-        double rt = it->o.reltol;
-        for (int j = 0; j < n; j++) {
-            double wn = w[j] - it->dw[j];
-            if (!isfinite(wn)) {
-                it->nan_coord = j;
-                return 1;
-            }
-            if (fabs(it->dw[j]) > rt * fmax(fabs(wn), fabs(w[j])) + it->w_abs[j]) dw_ok = false;
-            w[j] = wn;
-        }
+        if (run(&S, SW_UPDATE) >= 0) return 1;
+        dw_ok = S.ok[0] && S.ok[1];
     }
     return 1;
 }
@@ -392,28 +497,27 @@ static double coord_size(const emn_integ *it, int j)
     return it->vs_ptr[j + 1] > it->vs_ptr[j] ? m : 0;
 }
 
-/* Error of the step as a fraction of the tolerance (<= 1 accepts). */
-static double lte_ratio(const emn_integ *it, const step_formula *s, double h, int *worst)
+/* The error test over one half of the coordinates, z's and p's maxima
+ * apart. */
+typedef struct lte_job {
+    const emn_integ *it;
+    const step_formula *s;
+    double h, k1, k2;
+    double err[2][2];       /* [pass][half] */
+    int worst[2][2];
+} lte_job;
+
+static void lte_half(void *arg, int half)
 {
-    double err = 0;
-    int n = it->n;
-    double rt = it->o.reltol;
-    double C = s->order == 1 ? 0.5 : (it->o.method == EMN_METHOD_TRAP ? 1.0 / 12 : 2.0 / 9);
-    /* est = |k1 (d - d1) - k2 (d1 - d2)|: h^2/2 y'' from two points, or
-     * C h^3 y''' from three */
-    double hp = it->h, k1, k2;
-    if (s->order == 1) {
-        k1 = C * h;
-        k2 = 0;
-    } else {
-        k1 = C * h * h * 2 / (h + hp);
-        k2 = C * h * h * h * 2 / ((h + hp) * hp);
-    }
-    if (s->order == 1) {
-        branch_sizes(it, it->ztry, it->vs_try);
-        branch_sizes(it, it->z[0], it->vs_acc);
-    }
+    lte_job *L = arg;
+    const emn_integ *it = L->it;
+    const step_formula *s = L->s;
+    double h = L->h, k1 = L->k1, k2 = L->k2, rt = it->o.reltol;
+    int j0, j1;
+    half_range(it, half, &j0, &j1);
     for (int pass = 0; pass < 2; pass++) {
+        double err = 0;
+        int worst = -1;
         const double *y = pass ? it->ptry : it->ztry, *y1 = pass ? it->p[0] : it->z[0];
         const double *d = pass ? it->Ftry : it->wtry, *d1 = pass ? it->F[0] : it->w[0];
         if (it->have_right) d1 = pass ? it->F_right : it->w_right;      /* past a breakpoint */
@@ -440,7 +544,7 @@ static double lte_ratio(const emn_integ *it, const step_formula *s, double h, in
          * shrink with the step, so the test would cut the step to nothing,
          * as SPICE, which tests only capacitors' and inductors' states,
          * does not. */
-        for (int j = 0; j < n; j++) {
+        for (int j = j0; j < j1; j++) {
             if (!pass && !it->zused[j] && (s->order == 1 || !it->inertia[j])) continue;
             double est = fabs(k1 * (d[j] - d1[j]) - (k2 != 0 ? k2 * (d1[j] - d2[j]) : 0));
             double dscale = fabs(d[j]) > fabs(d1[j]) ? fabs(d[j]) : fabs(d1[j]);
@@ -459,10 +563,43 @@ static double lte_ratio(const emn_integ *it, const step_formula *s, double h, in
             double tol = ty > td ? ty : td;     /* > 0: every ad is */
             if (est > err * tol) {
                 err = est / tol;
-                *worst = j;
+                worst = j;
             }
         }
+        L->err[pass][half] = err;
+        L->worst[pass][half] = worst;
     }
+}
+
+
+/* Error of the step as a fraction of the tolerance (<= 1 accepts). */
+static double lte_ratio(const emn_integ *it, const step_formula *s, double h, int *worst)
+{
+    double err = 0;
+    double C = s->order == 1 ? 0.5 : (it->o.method == EMN_METHOD_TRAP ? 1.0 / 12 : 2.0 / 9);
+    /* est = |k1 (d - d1) - k2 (d1 - d2)|: h^2/2 y'' from two points, or
+     * C h^3 y''' from three */
+    double hp = it->h, k1, k2;
+    if (s->order == 1) {
+        k1 = C * h;
+        k2 = 0;
+    } else {
+        k1 = C * h * h * 2 / (h + hp);
+        k2 = C * h * h * h * 2 / ((h + hp) * hp);
+    }
+    if (s->order == 1) {
+        branch_sizes(it, it->ztry, it->vs_try);
+        branch_sizes(it, it->z[0], it->vs_acc);
+    }
+    lte_job L = {it, s, h, k1, k2, {{0, 0}, {0, 0}}, {{-1, -1}, {-1, -1}}};
+    in_halves(it, lte_half, &L);
+    /* in coordinate order: z's halves, then p's */
+    for (int pass = 0; pass < 2; pass++)
+        for (int half = 0; half < 2; half++)
+            if (L.err[pass][half] > err) {
+                err = L.err[pass][half];
+                *worst = L.worst[pass][half];
+            }
     return err;
 }
 
@@ -703,8 +840,7 @@ int emn_integ_step(emn_integ *it, double tlimit)
         double hf = it->h > 0 && fabs(h - it->h) <= 1e-9 * it->h ? it->h :
                     hladder > 0 && fabs(h - hladder) <= 1e-9 * hladder ? hladder : h;
         step_formula s = formula(it, hf, order);
-        history(it, &s, it->z[0], it->z[1], it->w[0], hzbuf);
-        history(it, &s, it->p[0], it->p[1], it->F[0], hpbuf);
+        history(it, &s, hzbuf, hpbuf);
         /* predictor: extrapolate the velocities linearly (from the
          * right-hand velocities after a breakpoint) */
         const double *w0 = it->have_right ? it->w_right : it->w[0];

@@ -65,7 +65,7 @@ typedef struct emn_integ {
     double cache_a[EMN_LU_CACHE];
     long cache_used[EMN_LU_CACHE], cache_clock;
     int cache_cap;          /* entries used: fewer for large circuits */
-    double *r, *dw, *scale, *wtry, *ztry, *ptry, *Ftry, *hz, *hp;
+    double *dw, *scale, *wtry, *ztry, *ptry, *Ftry, *hz, *hp;
     int min_iter;           /* Newton iterations before convergence may be declared */
     /* at a breakpoint, the velocities and momentum rates the next step
      * starts from (they jump with a source's slope); w[0], F[0] keep the

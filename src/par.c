@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 /* How long the helper spins for the next job before it sleeps. */
-#define SPIN_NS 50000
+#define SPIN_NS 300000
 
 static struct {
     int threads;                /* 0: not yet decided */
