@@ -12,8 +12,9 @@
  * pattern is new, klu_refactor (same pivots, no search) when only values
  * changed, klu_factor the first time and whenever the old pivots have gone
  * bad.  A symmetric matrix with a positive diagonal (a passive network's)
- * is first offered to CHOLMOD as L D L', kept if every pivot is positive;
- * a large one's solves run in two halves, on two cores (plan_halves).
+ * is first factored L D L' in the order of CHOLMOD's analysis, kept if
+ * every pivot is positive; a large one's factorizations and solves run in
+ * two halves, on two cores (plan_halves).
  * It keeps copies of the pattern and values it last factored: the
  * pattern copy makes "is this the same pattern?" a comparison of contents,
  * not of pointers a freed and rebuilt matrix may happen to reuse, and the
@@ -205,23 +206,21 @@ struct emn_lu {
     double rcond;           /* of the last factorization, full or not */
     double rcond_full, rgrowth_full;    /* of the last full one */
     /* A symmetric positive definite matrix is factored P A P' = L D L'
-     * instead, by CHOLMOD in the order of its own analysis: no pivot
-     * search, half the entries to store and to stream through per solve. */
-    cholmod_common *cc;
-    cholmod_factor *ldl_sym;    /* the pattern's analysis (the owner's) */
+     * instead, in the order of CHOLMOD's analysis (AMD's), by emnet's
+     * own row-by-row factorization: no pivot search, half the entries to
+     * store and to stream through per solve.  The analysis, L's pattern
+     * and the factorization's workspace are the owner's; a factorization
+     * is its values alone. */
+    cholmod_common *cc;         /* for the analysis */
+    struct ldl_pattern *pat;    /* the owner's */
     int *mirror;                /* the owner's: where each entry's transpose is, or -1 */
-    /* The owner's analysis may order the columns so that the solve splits
-     * in two halves for two cores (plan_halves): columns [0, half_n0)
-     * and [half_n0, half_t0) are whole subtrees of the elimination tree,
-     * joined only through the top, [half_t0, n).  half_t0 = 0: no split. */
-    int half_n0, half_t0;
-    cholmod_factor *ldl;
-    int *split;                 /* per column below the top: where its rows in the top begin */
-    double *topbuf;             /* 2 (n - half_t0): each half's updates of the top */
-    bool use_ldl;               /* the valid factorization is ldl, not num */
-    bool ldl_failed;            /* not positive definite once: KLU from then on */
-    double *work;               /* n, for the LDL' solve */
+    double *Lx;                 /* L below the diagonal, in pat's columns */
+    long pat_id;                /* the owner's: analyses made; others: the one Lx is laid out for */
     double *dinv;               /* n: 1 / D, a multiply per solve, not a divide */
+    double *work;               /* n, for the solve */
+    double *topbuf;             /* the halves' updates of the top (see ldl_pattern) */
+    bool use_ldl;               /* the valid factorization is Lx, not num */
+    bool ldl_failed;            /* not positive definite once: KLU from then on */
     emn_lu_stats stats;
 };
 
@@ -286,19 +285,19 @@ static void drop_symbolic(emn_lu *lu)
     lu->sym_owned = false;
 }
 
+static void free_pattern(struct ldl_pattern **pat);
+
 /* The LDL' objects of the pattern no longer held. */
 static void drop_ldl(emn_lu *lu)
 {
-    if (lu->cc) {
-        cholmod_free_factor(&lu->ldl, lu->cc);
-        cholmod_free_factor(&lu->ldl_sym, lu->cc);
-    }
+    free_pattern(&lu->pat);
     free(lu->mirror);
-    free(lu->split);
+    free(lu->Lx);
+    free(lu->dinv);
+    free(lu->work);
     free(lu->topbuf);
-    lu->mirror = lu->split = NULL;
-    lu->topbuf = NULL;
-    lu->half_n0 = lu->half_t0 = 0;
+    lu->mirror = NULL;
+    lu->Lx = lu->dinv = lu->work = lu->topbuf = NULL;
     lu->use_ldl = lu->ldl_failed = false;
 }
 
@@ -447,6 +446,27 @@ static cholmod_sparse upper(const emn_sparse *A)
 /* Below this many entries in L a solve takes too little time to share. */
 #define EMN_LDL_HALVES_MIN 40000
 
+/* The elimination tree of P A P' (P[k]: A's column at position k, pinv
+ * its inverse): parent[k], or -1 at a root.  A is symmetric, so column
+ * P[k] of A holds row k of P A P'. */
+static void etree(const emn_sparse *A, const int *P, const int *pinv, int *parent)
+{
+    int n = A->n;
+    int *anc = emn_xmalloc(((size_t)n + 1) * sizeof(int));     /* path compression */
+    for (int k = 0; k < n; k++) {
+        parent[k] = anc[k] = -1;
+        int j = P[k];
+        for (int p = A->Ap[j]; p < A->Ap[j + 1]; p++)
+            for (int i = pinv[A->Ai[p]]; i >= 0 && i < k;) {
+                int next = anc[i];
+                anc[i] = k;
+                if (next < 0) parent[i] = k;
+                i = next;
+            }
+    }
+    free(anc);
+}
+
 /* A subtree of the elimination tree by its weight, heaviest first. */
 typedef struct subtree { double w; int root; } subtree;
 
@@ -476,21 +496,8 @@ static bool plan_halves(const emn_sparse *A, const cholmod_factor *sym, int *per
     const int *P = sym->Perm, *count = sym->ColCount;
     int *pinv = emn_xmalloc((size_t)n * sizeof(int));
     int *parent = emn_xmalloc((size_t)n * sizeof(int));
-    int *anc = emn_xmalloc((size_t)n * sizeof(int));
     for (int k = 0; k < n; k++) pinv[P[k]] = k;
-    /* the elimination tree, with path compression through anc */
-    for (int k = 0; k < n; k++) {
-        parent[k] = anc[k] = -1;
-        int j = P[k];
-        for (int p = A->Ap[j]; p < A->Ap[j + 1]; p++)
-            for (int i = pinv[A->Ai[p]]; i >= 0 && i < k;) {
-                int next = anc[i];
-                anc[i] = k;
-                if (next < 0) parent[i] = k;
-                i = next;
-            }
-    }
-    free(anc);
+    etree(A, P, pinv, parent);
     /* subtree weights: a column's entries are what a solve streams */
     double *W = emn_xmalloc((size_t)n * sizeof(double)), total = 0;
     for (int k = 0; k < n; k++) W[k] = count[k];
@@ -568,37 +575,167 @@ static bool plan_halves(const emn_sparse *A, const cholmod_factor *sym, int *per
     return ok;
 }
 
-/* The analysis of the owner's pattern: AMD's order, and then, where L is
- * large enough for a solve to be worth two cores, that order rearranged
- * for a solve in two halves. */
-static cholmod_factor *analyze_ldl(emn_lu *o, cholmod_sparse *S, const emn_sparse *A)
+/*
+ * The owner's L D L' analysis.  Row k of L is found from row k of
+ * P A P' by walking the elimination tree up from each of its entries, so
+ * a row of one half (a subtree group) reads and writes only that half's
+ * columns: the halves are factored side by side, then the top.  Columns
+ * [0, n0) and [n0, t0) are the halves, [t0, n) the top (t0 = 0: no
+ * split).  L's rows are stored by column, ascending, without the unit
+ * diagonal; Li comes out the same from every factorization.
+ */
+typedef struct ldl_pattern {
+    int n, n0, t0;
+    int *perm, *pinv, *parent;
+    int *Lp, *Li;
+    int *split;             /* per column below the top: where its rows in the top begin */
+    /* the factorization's workspace: x is zero between rows; the stack and
+     * path of a half's rows lie in that half's positions */
+    double *x;
+    int *flag, *stack, *path, *fill;
+} ldl_pattern;
+
+static void free_pattern(ldl_pattern **pp)
 {
+    ldl_pattern *pat = *pp;
+    if (!pat) return;
+    free(pat->perm); free(pat->pinv); free(pat->parent); free(pat->Lp); free(pat->Li); free(pat->split);
+    free(pat->x); free(pat->flag); free(pat->stack); free(pat->path); free(pat->fill);
+    free(pat);
+    *pp = NULL;
+}
+
+/* The analysis of the owner's pattern: AMD's order (CHOLMOD's), and
+ * then, where L is large enough for a solve to be worth two cores, that
+ * order rearranged in halves.  NULL if CHOLMOD cannot analyze it. */
+static ldl_pattern *analyze_ldl(emn_lu *o, const emn_sparse *A)
+{
+    cholmod_sparse S = upper(A);
     cholmod_common *cc = ldl_common(o);
-    cholmod_factor *sym = cholmod_analyze(S, cc);
+    cholmod_factor *sym = cholmod_analyze(&S, cc);
     cholmod_memory(cc);
-    o->half_n0 = o->half_t0 = 0;
     if (!sym) return NULL;
+    int n = A->n, n0 = 0, t0 = 0;
     double lnz = 0;
-    for (int k = 0; k < A->n; k++) lnz += ((const int *)sym->ColCount)[k];
-    if (lnz < EMN_LDL_HALVES_MIN) return sym;
-    int *perm = emn_xmalloc(((size_t)A->n + 1) * sizeof(int)), n0 = 0, t0 = 0;
-    if (plan_halves(A, sym, perm, &n0, &t0)) {
-        /* the order as given: not AMD's again, nor postordered */
-        cc->method[0].ordering = CHOLMOD_GIVEN;
-        cc->postorder = 0;
-        cholmod_factor *given = cholmod_analyze_p(S, perm, NULL, 0, cc);
-        cholmod_memory(cc);
-        cc->method[0].ordering = CHOLMOD_AMD;
-        cc->postorder = 1;
-        if (given) {
-            cholmod_free_factor(&sym, cc);
-            sym = given;
-            o->half_n0 = n0;
-            o->half_t0 = t0;
+    for (int k = 0; k < n; k++) lnz += ((const int *)sym->ColCount)[k];
+    if (lnz >= EMN_LDL_HALVES_MIN) {
+        int *perm = emn_xmalloc(((size_t)n + 1) * sizeof(int));
+        if (plan_halves(A, sym, perm, &n0, &t0)) {
+            /* the order as given: not AMD's again, nor postordered */
+            cc->method[0].ordering = CHOLMOD_GIVEN;
+            cc->postorder = 0;
+            cholmod_factor *given = cholmod_analyze_p(&S, perm, NULL, 0, cc);
+            cholmod_memory(cc);
+            cc->method[0].ordering = CHOLMOD_AMD;
+            cc->postorder = 1;
+            if (given) {
+                cholmod_free_factor(&sym, cc);
+                sym = given;
+            } else {
+                n0 = t0 = 0;
+            }
         }
+        free(perm);
     }
-    free(perm);
-    return sym;
+    ldl_pattern *pat = emn_xcalloc(1, sizeof *pat);
+    size_t sz = (size_t)n + 1;
+    pat->n = n;
+    pat->n0 = n0;
+    pat->t0 = t0;
+    pat->perm = emn_xmalloc(sz * sizeof(int));
+    pat->pinv = emn_xmalloc(sz * sizeof(int));
+    pat->parent = emn_xmalloc(sz * sizeof(int));
+    pat->Lp = emn_xmalloc(sz * sizeof(int));
+    memcpy(pat->perm, sym->Perm, (size_t)n * sizeof(int));
+    for (int k = 0; k < n; k++) pat->pinv[pat->perm[k]] = k;
+    etree(A, pat->perm, pat->pinv, pat->parent);
+    /* CHOLMOD's column counts include the diagonal */
+    pat->Lp[0] = 0;
+    for (int k = 0; k < n; k++) pat->Lp[k + 1] = pat->Lp[k] + ((const int *)sym->ColCount)[k] - 1;
+    cholmod_free_factor(&sym, cc);
+    pat->Li = emn_xmalloc(((size_t)pat->Lp[n] + 1) * sizeof(int));
+    pat->x = emn_xcalloc(sz, sizeof(double));
+    pat->flag = emn_xmalloc(sz * sizeof(int));
+    pat->stack = emn_xmalloc(sz * sizeof(int));
+    pat->path = emn_xmalloc(sz * sizeof(int));
+    pat->fill = emn_xmalloc(sz * sizeof(int));
+    return pat;
+}
+
+/* Rows [k0, k1) of L, and of D (as 1 / D in dinv), from A: the rows of
+ * one half, or the top's.  Their stacks and paths use positions [s0, s1).
+ * d[0], d[1] become the smallest and largest pivot.  Returns false at a
+ * pivot not clearly positive: not above rounding of its diagonal entry of
+ * A, or not finite. */
+static bool ldl_rows(ldl_pattern *pat, const emn_sparse *A, double *Lx, double *dinv, int k0, int k1,
+                     int s0, int s1, double *d)
+{
+    const int *Ap = A->Ap, *Ai = A->Ai, *perm = pat->perm, *pinv = pat->pinv, *parent = pat->parent;
+    const int *Lp = pat->Lp;
+    const double *Ax = A->Ax;
+    int *Li = pat->Li, *flag = pat->flag, *stack = pat->stack, *path = pat->path + s0, *fill = pat->fill;
+    double *x = pat->x, lo = INFINITY, hi = 0;
+    for (int k = k0; k < k1; k++) {
+        /* row k's pattern: the tree paths from its entries up to k, on a
+         * stack that lists each column before its ancestors */
+        int j = perm[k], top = s1;
+        double akk = 0;
+        flag[k] = k;
+        fill[k] = 0;
+        for (int p = Ap[j]; p < Ap[j + 1]; p++) {
+            int i = pinv[Ai[p]];
+            if (i >= k) {
+                if (i == k) akk = Ax[p];
+                continue;
+            }
+            x[i] = Ax[p];
+            int m = 0;
+            for (; flag[i] != k; i = parent[i]) {
+                path[m++] = i;
+                flag[i] = k;
+            }
+            while (m > 0) stack[--top] = path[--m];
+        }
+        /* L(k, :) D solves the rows above it; each column of it is used
+         * once it is final, and takes row k at its end */
+        double sum = 0;
+        for (int t = top; t < s1; t++) {
+            int i = stack[t], end = Lp[i] + fill[i];
+            double yi = x[i];
+            x[i] = 0;
+            for (int p = Lp[i]; p < end; p++) x[Li[p]] -= Lx[p] * yi;
+            double lki = yi * dinv[i];
+            sum += lki * yi;
+            Li[end] = k;
+            Lx[end] = lki;
+            fill[i]++;
+        }
+        double dk = akk - sum;
+        if (!(dk > DBL_EPSILON * fabs(akk)) || !isfinite(dk)) return false;     /* x is all 0 again */
+        dinv[k] = 1 / dk;
+        lo = fmin(lo, dk);
+        hi = fmax(hi, dk);
+    }
+    d[0] = lo;
+    d[1] = hi;
+    return true;
+}
+
+typedef struct ldl_job {
+    ldl_pattern *pat;
+    const emn_sparse *A;
+    double *Lx, *dinv;
+    bool ok[2];
+    double d[2][2];
+} ldl_job;
+
+static void ldl_half(void *arg, int h)
+{
+    ldl_job *J = arg;
+    int lo = h ? J->pat->n0 : 0, hi = h ? J->pat->t0 : J->pat->n0;
+    J->d[h][0] = INFINITY;
+    J->d[h][1] = 0;
+    J->ok[h] = ldl_rows(J->pat, J->A, J->Lx, J->dinv, lo, hi, lo, hi, J->d[h]);
 }
 
 /* L D L' of a symmetric A.  Returns 0, or -1 if a pivot is not positive
@@ -608,49 +745,43 @@ static cholmod_factor *analyze_ldl(emn_lu *o, cholmod_sparse *S, const emn_spars
 static int factor_ldl(emn_lu *lu, const emn_sparse *A)
 {
     emn_lu *o = lu->share ? lu->share : lu;
-    cholmod_sparse S = upper(A);
-    if (!o->ldl_sym) {
-        o->ldl_sym = analyze_ldl(o, &S, A);
-        if (!o->ldl_sym) return -1;
+    if (!o->pat) {
+        o->pat = analyze_ldl(o, A);
+        o->pat_id++;
     }
-    cholmod_common *cc = ldl_common(lu);
-    if (!lu->ldl) {
-        lu->ldl = cholmod_copy_factor(o->ldl_sym, cc);
-        cholmod_memory(cc);
-        if (!lu->ldl) return -1;
-        lu->work = emn_xrealloc(lu->work, ((size_t)A->n + 1) * sizeof(double));
-        lu->dinv = emn_xrealloc(lu->dinv, ((size_t)A->n + 1) * sizeof(double));
+    ldl_pattern *pat = o->pat;
+    if (!pat) return -1;
+    int n = A->n, t0 = pat->t0;
+    if (lu != o && lu->pat_id != o->pat_id) {   /* laid out for an analysis since replaced */
+        free(lu->Lx);
+        free(lu->dinv);
+        free(lu->work);
+        free(lu->topbuf);
+        lu->Lx = lu->dinv = lu->work = lu->topbuf = NULL;
+        lu->pat_id = o->pat_id;
+    }
+    if (!lu->Lx) {
+        lu->Lx = emn_xmalloc(((size_t)pat->Lp[n] + 1) * sizeof(double));
+        lu->dinv = emn_xmalloc(((size_t)n + 1) * sizeof(double));
+        lu->work = emn_xmalloc(((size_t)n + 1) * sizeof(double));
+        if (t0 > 0) lu->topbuf = emn_xmalloc(2 * (size_t)(n - t0) * sizeof(double));
     }
     if (lu->use_ldl) lu->use_ldl = lu->valid = false;   /* refactored in place */
-    cholmod_factorize(&S, lu->ldl, cc);
-    cholmod_memory(cc);
     lu->stats.ldl++;
-    if (cc->status != CHOLMOD_OK || lu->ldl->minor < (size_t)A->n) return -1;
-    const int *Lp = lu->ldl->p, *P = lu->ldl->Perm, *m = mirror(o);
-    const double *Lx = lu->ldl->x;
-    double lo = INFINITY, hi = 0;
-    for (int k = 0; k < A->n; k++) {
-        int j = P[k];
-        double d = Lx[Lp[k]], ajj = 0;
-        for (int p = A->Ap[j]; p < A->Ap[j + 1]; p++)
-            if (m[p] == p) ajj = A->Ax[p];
-        if (!(d > DBL_EPSILON * fabs(ajj)) || !isfinite(d)) return -1;
-        lo = fmin(lo, d);
-        hi = fmax(hi, d);
-    }
-    for (int k = 0; k < A->n; k++) lu->dinv[k] = 1 / Lx[Lp[k]];
-    if (o->half_t0 > 0) {
-        /* rows sorted in each column: those in the top come last */
-        int t0 = o->half_t0;
-        const int *Li = lu->ldl->i, *Lnz = lu->ldl->nz;
-        lu->split = emn_xrealloc(lu->split, (size_t)t0 * sizeof(int));
-        lu->topbuf = emn_xrealloc(lu->topbuf, 2 * (size_t)(A->n - t0) * sizeof(double));
+    ldl_job J = {pat, A, lu->Lx, lu->dinv, {true, true}, {{INFINITY, 0}, {INFINITY, 0}}};
+    if (t0 > 0) emn_par_two(ldl_half, &J);
+    double top[2] = {INFINITY, 0};
+    if (!J.ok[0] || !J.ok[1] || !ldl_rows(pat, A, lu->Lx, lu->dinv, t0, n, 0, n, top)) return -1;
+    if (t0 > 0 && !pat->split) {
+        /* rows ascend in each column: those in the top come last */
+        pat->split = emn_xmalloc((size_t)t0 * sizeof(int));
         for (int j = 0; j < t0; j++) {
-            int p = Lp[j] + Lnz[j];
-            while (p > Lp[j] + 1 && Li[p - 1] >= t0) p--;
-            lu->split[j] = p;
+            int p = pat->Lp[j + 1];
+            while (p > pat->Lp[j] && pat->Li[p - 1] >= t0) p--;
+            pat->split[j] = p;
         }
     }
+    double lo = fmin(top[0], fmin(J.d[0][0], J.d[1][0])), hi = fmax(top[1], fmax(J.d[0][1], J.d[1][1]));
     klu_free_numeric(&lu->num, &lu->common);
     lu->rcond = lo / hi;
     lu->use_ldl = lu->valid = true;
@@ -658,32 +789,30 @@ static int factor_ldl(emn_lu *lu, const emn_sparse *A)
 }
 
 /* Forward and backward passes over a range of L's columns. */
-static void forward_cols(const cholmod_factor *L, double *y, int lo, int hi)
+static void forward_cols(const ldl_pattern *pat, const double *Lx, double *y, int lo, int hi)
 {
-    const int *Lp = L->p, *Li = L->i, *Lnz = L->nz;
-    const double *Lx = L->x;
+    const int *Lp = pat->Lp, *Li = pat->Li;
     for (int j = lo; j < hi; j++) {
         double yj = y[j];
         if (yj != 0)
-            for (int p = Lp[j] + 1, end = Lp[j] + Lnz[j]; p < end; p++) y[Li[p]] -= Lx[p] * yj;
+            for (int p = Lp[j], end = Lp[j + 1]; p < end; p++) y[Li[p]] -= Lx[p] * yj;
     }
 }
 
-static void backward_cols(const cholmod_factor *L, const double *dinv, double *y, int lo, int hi)
+static void backward_cols(const ldl_pattern *pat, const double *Lx, const double *dinv, double *y, int lo, int hi)
 {
-    const int *Lp = L->p, *Li = L->i, *Lnz = L->nz;
-    const double *Lx = L->x;
+    const int *Lp = pat->Lp, *Li = pat->Li;
     for (int j = hi - 1; j >= lo; j--) {
         double x = y[j] * dinv[j];
-        for (int p = Lp[j] + 1, end = Lp[j] + Lnz[j]; p < end; p++) x -= Lx[p] * y[Li[p]];
+        for (int p = Lp[j], end = Lp[j + 1]; p < end; p++) x -= Lx[p] * y[Li[p]];
         y[j] = x;
     }
 }
 
 typedef struct halves {
+    const ldl_pattern *pat;
     const emn_lu *lu;
     double *y;
-    int lo[2], hi[2], t0, ntop;
 } halves;
 
 /* One half's forward pass: its own rows in place, the top's into its
@@ -691,16 +820,16 @@ typedef struct halves {
 static void forward_half(void *arg, int h)
 {
     const halves *H = arg;
-    const cholmod_factor *L = H->lu->ldl;
-    const int *Lp = L->p, *Li = L->i, *Lnz = L->nz, *split = H->lu->split;
-    const double *Lx = L->x;
-    double *y = H->y, *top = H->lu->topbuf + (size_t)h * H->ntop;
-    int t0 = H->t0;
-    memset(top, 0, (size_t)H->ntop * sizeof *top);
-    for (int j = H->lo[h]; j < H->hi[h]; j++) {
+    const ldl_pattern *pat = H->pat;
+    const int *Lp = pat->Lp, *Li = pat->Li, *split = pat->split;
+    const double *Lx = H->lu->Lx;
+    int t0 = pat->t0, ntop = pat->n - t0;
+    double *y = H->y, *top = H->lu->topbuf + (size_t)h * ntop;
+    memset(top, 0, (size_t)ntop * sizeof *top);
+    for (int j = h ? pat->n0 : 0, hi = h ? t0 : pat->n0; j < hi; j++) {
         double yj = y[j];
         if (yj == 0) continue;
-        int p = Lp[j] + 1, mid = split[j], end = Lp[j] + Lnz[j];
+        int p = Lp[j], mid = split[j], end = Lp[j + 1];
         for (; p < mid; p++) y[Li[p]] -= Lx[p] * yj;
         for (; p < end; p++) top[Li[p] - t0] -= Lx[p] * yj;
     }
@@ -709,7 +838,8 @@ static void forward_half(void *arg, int h)
 static void backward_half(void *arg, int h)
 {
     const halves *H = arg;
-    backward_cols(H->lu->ldl, H->lu->dinv, H->y, H->lo[h], H->hi[h]);
+    const ldl_pattern *pat = H->pat;
+    backward_cols(pat, H->lu->Lx, H->lu->dinv, H->y, h ? pat->n0 : 0, h ? pat->t0 : pat->n0);
 }
 
 /* b = A^-1 b from P A P' = L D L' (L unit lower triangular, D on its
@@ -720,23 +850,23 @@ static void backward_half(void *arg, int h)
 static void solve_ldl(emn_lu *lu, double *b)
 {
     const emn_lu *o = lu->share ? lu->share : lu;
-    const cholmod_factor *L = lu->ldl;
-    const int *P = L->Perm;
+    const ldl_pattern *pat = o->pat;
+    const int *P = pat->perm;
     double *y = lu->work;
-    int n = lu->n, t0 = o->half_t0;
+    int n = lu->n, t0 = pat->t0;
     for (int k = 0; k < n; k++) y[k] = b[P[k]];
     if (t0 > 0) {
-        halves H = {lu, y, {0, o->half_n0}, {o->half_n0, t0}, t0, n - t0};
+        halves H = {pat, lu, y};
         lu->stats.halves++;
         emn_par_two(forward_half, &H);
-        const double *top0 = lu->topbuf, *top1 = lu->topbuf + H.ntop;
-        for (int i = 0; i < H.ntop; i++) y[t0 + i] = (y[t0 + i] + top0[i]) + top1[i];
-        forward_cols(L, y, t0, n);
-        backward_cols(L, lu->dinv, y, t0, n);
+        const double *top0 = lu->topbuf, *top1 = lu->topbuf + (n - t0);
+        for (int i = 0; i < n - t0; i++) y[t0 + i] = (y[t0 + i] + top0[i]) + top1[i];
+        forward_cols(pat, lu->Lx, y, t0, n);
+        backward_cols(pat, lu->Lx, lu->dinv, y, t0, n);
         emn_par_two(backward_half, &H);
     } else {
-        forward_cols(L, y, 0, n);
-        backward_cols(L, lu->dinv, y, 0, n);
+        forward_cols(pat, lu->Lx, y, 0, n);
+        backward_cols(pat, lu->Lx, lu->dinv, y, 0, n);
     }
     for (int k = 0; k < n; k++) b[P[k]] = y[k];
 }
@@ -814,7 +944,10 @@ double emn_lu_rcond(emn_lu *lu)
 size_t emn_lu_bytes(const emn_lu *lu)
 {
     size_t b = lu->common.memusage;
-    if (lu->ldl) b += lu->ldl->nzmax * (sizeof(double) + sizeof(int)) + lu->ldl->n * 4 * sizeof(int);
+    if (lu->Lx) {
+        const emn_lu *o = lu->share ? lu->share : lu;
+        b += ((size_t)o->pat->Lp[lu->n] + 2 * (size_t)lu->n) * sizeof(double);
+    }
     return b;
 }
 
@@ -832,8 +965,6 @@ void emn_lu_free(emn_lu **plu)
     drop_ldl(lu);
     if (lu->cc) cholmod_finish(lu->cc);
     free(lu->cc);
-    free(lu->work);
-    free(lu->dinv);
     free(lu->Ap);
     free(lu->Ai);
     free(lu->Ax);

@@ -439,6 +439,33 @@ static void test_halves(void)
     }
     emn_lu_free(&other);
     emn_lu_free(&owner);
+    /* indefinite: one diagonal entry (positive) far below its couplings, in
+     * the middle of the grid; the factorization stops there (in one half,
+     * while the other goes on) and KLU solves it.  Then an LU sharing the
+     * analysis, on the same values made definite again, factors L D L'
+     * in the workspace the failed factorization left (the row that
+     * failed has consumed its dense values). */
+    int mid = n / 2 + 75, pm = -1;
+    for (int p = A.Ap[mid]; p < A.Ap[mid + 1]; p++)
+        if (A.Ai[p] == mid) pm = p;
+    double keep = A.Ax[pm];
+    A.Ax[pm] = 1e-3 * keep;
+    owner = emn_lu_new();
+    other = emn_lu_new_sharing(owner);
+    for (int k = 0; k < 2; k++) {
+        emn_lu *lu = k ? other : owner;
+        if (k) A.Ax[pm] = keep;
+        const emn_lu_stats *st = emn_lu_get_stats(lu);
+        for (int i = 0; i < n; i++) b[i] = x[i] = rnd_unit() - 0.5;
+        bool good = emn_lu_factor(lu, &A, NULL) == 0 && emn_lu_solve(lu, x) == 0;
+        double res = residual(&A, x, b);
+        ok(good && st->ldl == 1 && st->factors == !k && st->halves == k && res < 1e-12,
+           "halves: %s (%ld L D L', %ld KLU, %ld in halves), ||Ax-b||/||b|| = %.3g < 1e-12",
+           k ? "definite again, L D L' in the same workspace" : "an indefinite grid falls back to KLU",
+           st->ldl, st->factors, st->halves, res);
+    }
+    emn_lu_free(&other);
+    emn_lu_free(&owner);
     free(b);
     free(x);
     emn_sparse_free(&A);
