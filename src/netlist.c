@@ -43,11 +43,18 @@
 /* ------------------------------------------------------------------ names */
 
 /* Open-addressing map from lower-case names to ints.  Keys are owned by an
- * arena; the map only points at them. */
+ * arena; the map only points at them.  A slot holds the key's hash, its
+ * value and the key together: a grid deck's tables outgrow the caches,
+ * and a probe then costs one miss (and the key's, on a hash match) rather
+ * than one per array. */
+typedef struct strslot {
+    uint32_t hash;
+    int val;
+    const char *key;        /* NULL: empty */
+} strslot;
+
 typedef struct strmap {
-    const char **key;
-    uint32_t *hash;         /* of each key: a probe compares strings only when these agree */
-    int *val;
+    strslot *slot;
     int cap, n;
 } strmap;
 
@@ -63,9 +70,9 @@ static int map_find(const strmap *m, const char *k, size_t n)
     if (!m->cap) return -1;
     uint32_t h = hash_name(k, n);
     for (uint32_t i = h & (uint32_t)(m->cap - 1);; i = (i + 1) & (uint32_t)(m->cap - 1)) {
-        const char *key = m->key[i];
-        if (!key) return -1;
-        if (m->hash[i] == h && strncmp(key, k, n) == 0 && key[n] == '\0') return m->val[i];
+        const strslot *e = &m->slot[i];
+        if (!e->key) return -1;
+        if (e->hash == h && strncmp(e->key, k, n) == 0 && e->key[n] == '\0') return e->val;
     }
 }
 
@@ -73,11 +80,10 @@ static int map_find(const strmap *m, const char *k, size_t n)
 static void map_place(strmap *m, const char *k, uint32_t h, int v)
 {
     uint32_t i = h & (uint32_t)(m->cap - 1);
-    while (m->key[i] && (m->hash[i] != h || strcmp(m->key[i], k) != 0)) i = (i + 1) & (uint32_t)(m->cap - 1);
-    if (!m->key[i]) m->n++;
-    m->key[i] = k;
-    m->hash[i] = h;
-    m->val[i] = v;
+    while (m->slot[i].key && (m->slot[i].hash != h || strcmp(m->slot[i].key, k) != 0))
+        i = (i + 1) & (uint32_t)(m->cap - 1);
+    if (!m->slot[i].key) m->n++;
+    m->slot[i] = (strslot){h, v, k};
 }
 
 /* Move the keys into a table of cap slots (a power of two). */
@@ -85,14 +91,10 @@ static void map_rehash(strmap *m, int cap)
 {
     strmap g = {0};
     g.cap = cap;
-    g.key = emn_xcalloc((size_t)g.cap, sizeof *g.key);
-    g.hash = emn_xcalloc((size_t)g.cap, sizeof *g.hash);
-    g.val = emn_xcalloc((size_t)g.cap, sizeof *g.val);
+    g.slot = emn_xcalloc((size_t)g.cap, sizeof *g.slot);
     for (int i = 0; i < m->cap; i++)
-        if (m->key[i]) map_place(&g, m->key[i], m->hash[i], m->val[i]);
-    free(m->key);
-    free(m->hash);
-    free(m->val);
+        if (m->slot[i].key) map_place(&g, m->slot[i].key, m->slot[i].hash, m->slot[i].val);
+    free(m->slot);
     *m = g;
 }
 
@@ -113,9 +115,7 @@ static void map_reserve(strmap *m, int n)
 
 static void map_free(strmap *m)
 {
-    free(m->key);
-    free(m->hash);
-    free(m->val);
+    free(m->slot);
     *m = (strmap){0};
 }
 
