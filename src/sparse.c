@@ -605,6 +605,42 @@ static void free_pattern(ldl_pattern **pp)
     *pp = NULL;
 }
 
+/* CHOLMOD's analysis in the order perm as given: not AMD's again, nor
+ * postordered.  NULL if it fails. */
+static cholmod_factor *analyze_given(cholmod_sparse *S, cholmod_common *cc, int *perm)
+{
+    cc->method[0].ordering = CHOLMOD_GIVEN;
+    cc->postorder = 0;
+    cholmod_factor *given = cholmod_analyze_p(S, perm, NULL, 0, cc);
+    cholmod_memory(cc);
+    cc->method[0].ordering = CHOLMOD_AMD;
+    cc->postorder = 1;
+    return given;
+}
+
+/* The analysis in an order that eliminates two sides of a small vertex
+ * separator first, each by constrained minimum degree, and the separator
+ * last; NULL if there is no such cut or its fill is over a tenth above
+ * lnz, AMD's. */
+static cholmod_factor *bisected(cholmod_sparse *S, cholmod_common *cc, double lnz)
+{
+    int n = (int)S->nrow;
+    int *part = emn_xmalloc(((size_t)n + 1) * sizeof(int)), *perm = emn_xmalloc(((size_t)n + 1) * sizeof(int));
+    cholmod_factor *cut = NULL;
+    long sep = cholmod_bisect(S, NULL, 0, 1, part, cc);
+    cholmod_memory(cc);
+    if (sep > 0 && sep < n / 4 && cholmod_camd(S, NULL, 0, part, perm, cc)) {
+        cut = analyze_given(S, cc, perm);
+        double fill = 0;
+        for (int k = 0; cut && k < n; k++) fill += ((const int *)cut->ColCount)[k];
+        if (cut && fill > 1.1 * lnz) cholmod_free_factor(&cut, cc);
+    }
+    cholmod_memory(cc);
+    free(part);
+    free(perm);
+    return cut;
+}
+
 /* The analysis of the owner's pattern: AMD's order (CHOLMOD's), and
  * then, where L is large enough for a solve to be worth two cores, that
  * order rearranged in halves.  NULL if CHOLMOD cannot analyze it. */
@@ -620,14 +656,19 @@ static ldl_pattern *analyze_ldl(emn_lu *o, const emn_sparse *A)
     for (int k = 0; k < n; k++) lnz += ((const int *)sym->ColCount)[k];
     if (lnz >= EMN_LDL_HALVES_MIN) {
         int *perm = emn_xmalloc(((size_t)n + 1) * sizeof(int));
-        if (plan_halves(A, sym, perm, &n0, &t0)) {
-            /* the order as given: not AMD's again, nor postordered */
-            cc->method[0].ordering = CHOLMOD_GIVEN;
-            cc->postorder = 0;
-            cholmod_factor *given = cholmod_analyze_p(&S, perm, NULL, 0, cc);
-            cholmod_memory(cc);
-            cc->method[0].ordering = CHOLMOD_AMD;
-            cc->postorder = 1;
+        bool split = plan_halves(A, sym, perm, &n0, &t0);
+        if (!split) {
+            /* AMD's tree is a chain, or nearly (a ladder, a line): cut the
+             * graph in two by a small separator (METIS) and order each
+             * side by AMD before it (CAMD), if that costs little fill */
+            cholmod_factor *cut = bisected(&S, cc, lnz);
+            if (cut) {
+                split = plan_halves(A, cut, perm, &n0, &t0);
+                cholmod_free_factor(&cut, cc);
+            }
+        }
+        if (split) {
+            cholmod_factor *given = analyze_given(&S, cc, perm);
             if (given) {
                 cholmod_free_factor(&sym, cc);
                 sym = given;
