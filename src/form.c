@@ -1015,6 +1015,107 @@ void emn_form_term_locals(const emn_form *f, const emn_term *tm, const double *z
     term_locals(f, tm, z, w, loc, 1);
 }
 
+/* emn_form_duals' plan, made on first use (only outputs that read branch
+ * currents or voltages need it).  A linear term's p and F are affine in
+ * its locals, with coefficients that depend on its parameters alone:
+ * they are evaluated once, at coef + off[i]: p(0) and F(0) (m each), then
+ * dp/dv, dp/du, dF/dv, dF/du (m x m each, row a, column b).  Every
+ * slot's value and rate is formed once a call (sv, su), and a linear
+ * term costs a few multiply-adds instead of its program. */
+struct emn_duals {
+    long *off;              /* per term; -1: nonlinear, through its program */
+    double *coef;
+    double *sv, *su;
+};
+
+static emn_duals *duals_plan(emn_form *f)
+{
+    emn_duals *D = emn_xcalloc(1, sizeof *D);
+    int nt = f->terms.n;
+    size_t ncoef = 0;
+    D->off = emn_xmalloc(((size_t)nt + 1) * sizeof *D->off);
+    for (int i = 0; i < nt; i++) {
+        const emn_term *tm = &f->terms.v[i];
+        D->off[i] = tm->linear ? (long)ncoef : -1;
+        if (tm->linear) ncoef += 2 * (size_t)tm->m + 4 * (size_t)tm->m * (size_t)tm->m;
+    }
+    D->coef = emn_xmalloc((ncoef + 1) * sizeof(double));
+    double *loc = f->scratch;
+    for (int i = 0; i < nt; i++) {
+        const emn_term *tm = &f->terms.v[i];
+        if (D->off[i] < 0) continue;
+        emn_tmpl *t = tm->tmpl;
+        int m = t->m;
+        double *c = D->coef + D->off[i];
+        for (int v = 0; v < 2 * m; v++) loc[v] = 0;
+        for (int k = 0; k < NPARAM; k++) loc[2 * m + k] = tm->k[k];
+        loc[2 * m + NPARAM] = loc[2 * m + NPARAM + 1] = 0;
+        for (int q = 0; q < m; q++) {
+            c[q] = emn_expr_eval(t->p[q], loc);
+            c[m + q] = emn_expr_eval(t->F[q], loc);
+        }
+        const emn_expr *const *d[4] = {t->pv, t->pu, t->Fv, t->Fu};
+        for (int k = 0; k < 4; k++)
+            for (int q = 0; q < m * m; q++) c[2 * m + k * m * m + q] = emn_expr_eval(d[k][q], loc);
+    }
+    D->sv = emn_xmalloc(((size_t)f->slots.n + 1) * sizeof(double));
+    D->su = emn_xmalloc(((size_t)f->slots.n + 1) * sizeof(double));
+    return D;
+}
+
+void emn_form_duals(emn_form *f, const double *z, const double *w, double *pi, double *Fs)
+{
+    if (!f->duals) f->duals = duals_plan(f);
+    emn_duals *D = f->duals;
+    for (int sl = 0; sl < f->slots.n; sl++) {
+        const emn_lmap *s = &f->slots.v[sl];
+        double v = 0, u = 0;
+        for (int q = 0; q < s->nc; q++) {
+            v += s->c[q] * z[s->ci[q]];
+            u += s->c[q] * w[s->ci[q]];
+        }
+        for (int q = 0; q < s->nd; q++) {
+            v += s->d[q] * f->S[s->di[q]];
+            u += s->d[q] * f->s[s->di[q]];
+        }
+        D->sv[sl] = v;
+        D->su[sl] = u;
+    }
+    for (int i = 0; i < f->terms.n; i++) {
+        const emn_term *tm = &f->terms.v[i];
+        int m = tm->m;
+        if (D->off[i] < 0) {
+            const double *pF = emn_form_term_pF(f, tm, z, w);
+            for (int a = 0; a < m; a++) {
+                pi[tm->slot[a]] += pF[a];
+                Fs[tm->slot[a]] += pF[m + a];
+            }
+            continue;
+        }
+        const double *c = D->coef + D->off[i], *pv = c + 2 * m, *pu = pv + m * m, *Fv = pu + m * m,
+                     *Fu = Fv + m * m;
+        for (int a = 0; a < m; a++) {
+            double p = c[a], F = c[m + a];
+            for (int b = 0; b < m; b++) {
+                double v = D->sv[tm->slot[b]], u = D->su[tm->slot[b]];
+                p += pv[a * m + b] * v + pu[a * m + b] * u;
+                F += Fv[a * m + b] * v + Fu[a * m + b] * u;
+            }
+            pi[tm->slot[a]] += p;
+            Fs[tm->slot[a]] += F;
+        }
+    }
+}
+
+static void duals_free(emn_duals **pd)
+{
+    emn_duals *D = *pd;
+    if (!D) return;
+    free(D->off); free(D->coef); free(D->sv); free(D->su);
+    free(D);
+    *pd = NULL;
+}
+
 double emn_form_slot_value(const emn_form *f, int sl, const double *z)
 {
     const emn_lmap *s = &f->slots.v[sl];
@@ -1611,6 +1712,7 @@ void emn_form_free(emn_form **pf)
     free(f->pts.row); free(f->pts.col); free(f->pts.val);
     free(f->fts.row); free(f->fts.col); free(f->fts.val);
     free(f->nonlinear); free(f->bat_start); free(f->bat_off); free(f->tloc);
+    duals_free(&f->duals);
     free(f->scratch);
     free(f->bout);
     for (int q = 0; q < 4; q++) {

@@ -62,9 +62,6 @@ typedef struct emn_lmap {
 
 typedef struct emn_tmpl emn_tmpl;   /* a term's expressions and their tapes */
 
-/* A constant sparse matrix by columns: column j's entries are
- * row[ptr[j] .. ptr[j+1]-1], val[...], at slot[...] of the Newton matrix;
- * cols lists the ncols columns that have any. */
 /* A constant matrix as its entries in row order (each row's columns
  * ascending): entry e is (row[e], col[e]) = val[e], at slot[e] of the
  * Newton matrix; row i's entries are rptr[i] .. rptr[i + 1] - 1, and rows
@@ -163,6 +160,7 @@ typedef struct emn_form {
     double *tloc;
     double *scratch;    /* per-term local workspace */
     double *bout;       /* a batch's results, one row of lanes a result */
+    struct emn_duals *duals;    /* emn_form_duals' plan, made on first use */
     double t;
 } emn_form;
 
@@ -265,6 +263,11 @@ void emn_form_print(const emn_form *f, FILE *out);
  * [m, 2m) of the result, which the next call overwrites (it lives in the
  * formulation's scratch space, as the locals do). */
 const double *emn_form_term_pF(emn_form *f, const emn_term *tm, const double *z, const double *w);
+/* Every term's p and F summed onto its slots: pi[sl] += p, Fs[sl] += F
+ * (the branch duals), at (z, w) and the time last set; a linear term's
+ * from coefficients evaluated once, a nonlinear one's by its program. */
+typedef struct emn_duals emn_duals;
+void emn_form_duals(emn_form *f, const double *z, const double *w, double *pi, double *Fs);
 /* A term's local momentum dL/du_a and force dL/dv_a + dP/du_a - dD/du_a
  * of slot a, at local variables loc (see emn_form_term_locals). */
 double emn_tmpl_eval_p(const emn_tmpl *t, int a, const double *loc);

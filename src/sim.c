@@ -191,17 +191,9 @@ static void branch_duals(sim *S, const double *z, const double *w)
     int ns = f->slots.n;
     memset(S->pi, 0, (size_t)ns * sizeof(double));
     memset(S->Fs, 0, (size_t)ns * sizeof(double));
-    for (int i = 0; i < f->terms.n; i++) {
-        const emn_term *tm = &f->terms.v[i];
-        const double *pF = emn_form_term_pF(f, tm, z, w);
-        for (int a = 0; a < tm->m; a++) {
-            int sl = tm->slot[a];
-            /* only electrical branch slots carry duals; mechanical slots
-             * are coordinates and source slots are known */
-            S->pi[sl] += pF[a];
-            S->Fs[sl] += pF[tm->m + a];
-        }
-    }
+    /* only electrical branch slots carry duals; mechanical slots are
+     * coordinates and source slots are known */
+    emn_form_duals(f, z, w, S->pi, S->Fs);
 }
 
 static int branch_slot(const sim *S, int e) { return S->f->elem_branch_slot[e]; }

@@ -526,10 +526,13 @@ static bool plan_halves(const emn_sparse *A, const cholmod_factor *sym, int *per
             group[k] = -1;
             if (parent[k] < 0) cand[nc++] = (subtree){W[k], k};
         }
+        qsort(cand, (size_t)nc, sizeof *cand, heavier_first);
         double top = 0, work = 0;
-        /* the work bound stops a forest of many small trees early */
+        /* no split can cost less than half the rest plus the top: past
+         * that, growing the top cannot beat the best; the work bound
+         * stops a forest of many small trees early */
         for (int it = 0; nc > 0 && top <= 0.25 * total && work < 1e7; it++) {
-            qsort(cand, (size_t)nc, sizeof *cand, heavier_first);
+            if (pass == 0 && 0.5 * (total + top) >= best_cost) break;
             work += nc;
             double bin[2] = {0, 0};
             for (int a = 0; a < nc; a++) {
@@ -543,11 +546,24 @@ static bool plan_halves(const emn_sparse *A, const cholmod_factor *sym, int *per
                 best = it;
             }
             if (pass == 1 && it == best) break;
+            /* the heaviest goes to the top; its children join the
+             * candidates in their places (kept sorted) */
             int r = cand[0].root;
             group[r] = 2;
             top += count[r];
-            cand[0] = cand[--nc];
-            for (int c = head[r]; c >= 0; c = next[c]) cand[nc++] = (subtree){W[c], c};
+            memmove(cand, cand + 1, (size_t)--nc * sizeof *cand);
+            for (int c = head[r]; c >= 0; c = next[c]) {
+                subtree x = {W[c], c};
+                int lo = 0, hi = nc;
+                while (lo < hi) {
+                    int mid = lo + (hi - lo) / 2;
+                    if (heavier_first(&cand[mid], &x) < 0) lo = mid + 1;
+                    else hi = mid;
+                }
+                memmove(cand + lo + 1, cand + lo, (size_t)(nc - lo) * sizeof *cand);
+                cand[lo] = x;
+                nc++;
+            }
         }
         if (best < 0) break;
     }

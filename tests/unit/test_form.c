@@ -1050,6 +1050,57 @@ static void value_slots(void)
 const char *__asan_default_options(void);
 const char *__asan_default_options(void) { return "malloc_fill_byte=0"; }
 
+/* emn_form_duals (a linear term's p and F from coefficients evaluated
+ * once) against the sum of every term's own program, emn_form_term_pF,
+ * at a random state and time: circuits with coils, couplings, C(x),
+ * L(x), a moving coil and linkages, in both formulations. */
+static void duals(void)
+{
+    const char *nets[] = {net_preumont, net_cx, net_lx, net_k, net_kx, net_j2, net_spk, net_coilj, net_k3};
+    const char *names[] = {"preumont", "cx", "lx", "k", "kx", "j2", "spk", "coilj", "k3"};
+    for (size_t i = 0; i < sizeof nets / sizeof nets[0]; i++) {
+        emn_circuit *c = rd(nets[i]);
+        for (int kind = 0; c && kind < 2; kind++) {
+            emn_form *f = emn_form_build(c, kind ? EMN_FORM_FLUX : EMN_FORM_CHARGE, &d);
+            if (!f) continue;
+            int n = f->n, ns = f->slots.n;
+            double *z = emn_xcalloc((size_t)n + 1, sizeof(double)), *w = emn_xcalloc((size_t)n + 1, sizeof(double));
+            double *pi = emn_xcalloc((size_t)ns + 1, sizeof(double)), *Fs = emn_xcalloc((size_t)ns + 1, sizeof(double));
+            double *pw = emn_xcalloc((size_t)ns + 1, sizeof(double)), *Fw = emn_xcalloc((size_t)ns + 1, sizeof(double));
+            double worst = 0;
+            for (int round = 0; round < 3; round++) {
+                for (int j = 0; j < n; j++) {
+                    z[j] = urand(-0.3, 0.3);
+                    w[j] = urand(-2, 2);
+                }
+                emn_form_set_time(f, urand(0, 3));
+                memset(pi, 0, (size_t)ns * sizeof(double));
+                memset(Fs, 0, (size_t)ns * sizeof(double));
+                memset(pw, 0, (size_t)ns * sizeof(double));
+                memset(Fw, 0, (size_t)ns * sizeof(double));
+                emn_form_duals(f, z, w, pi, Fs);
+                for (int t = 0; t < f->terms.n; t++) {
+                    const emn_term *tm = &f->terms.v[t];
+                    const double *pF = emn_form_term_pF(f, tm, z, w);
+                    for (int a = 0; a < tm->m; a++) {
+                        pw[tm->slot[a]] += pF[a];
+                        Fw[tm->slot[a]] += pF[tm->m + a];
+                    }
+                }
+                for (int sl = 0; sl < ns; sl++) {
+                    worst = fmax(worst, fabs(pi[sl] - pw[sl]) / (1e-300 + fmax(1, fabs(pw[sl]))));
+                    worst = fmax(worst, fabs(Fs[sl] - Fw[sl]) / (1e-300 + fmax(1, fabs(Fw[sl]))));
+                }
+            }
+            ok(worst < 1e-13, "duals %s %s: every slot's p and F as the terms' programs give them (%.2g)",
+               names[i], kind ? "flux" : "charge", worst);
+            free(z); free(w); free(pi); free(Fs); free(pw); free(Fw);
+            emn_form_free(&f);
+        }
+        emn_netlist_free(&c);
+    }
+}
+
 int main(void)
 {
 #ifdef M_PERTURB
@@ -1063,6 +1114,7 @@ int main(void)
     }
     for (size_t i = 0; i < sizeof bad_cases / sizeof bad_cases[0]; i++) run_bad(&bad_cases[i]);
     value_slots();
+    duals();
     emn_diag_free(&d);
     return tap_done();
 }
