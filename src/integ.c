@@ -332,6 +332,9 @@ static emn_lu *newton_lu(emn_integ *it, double a, const double *z, const double 
     return lu;
 }
 
+/* An update with a kept matrix must be at most this part of the last. */
+#define EMN_JAC_RATE 0.25
+
 /* The Newton iteration's passes over the coordinates, in halves. */
 enum {
     SW_Z0,          /* z = -hz / a: a linear step's coordinates at w = 0 */
@@ -349,6 +352,7 @@ typedef struct sweep {
     int op;
     bool ok[2];             /* per half */
     int bad[2];             /* per half: its first non-finite coordinate, or -1 */
+    double norm[2];         /* SW_UPDATE, per half: largest |dw| over its tolerance */
 } sweep;
 
 static void sweep_half(void *arg, int h)
@@ -398,16 +402,20 @@ static void sweep_half(void *arg, int h)
     }
     case SW_UPDATE: {
         const double *wa = it->w_abs;
+        double norm = 0;
         for (int j = j0; j < j1; j++) {
             double wn = w[j] - dw[j];
             if (!isfinite(wn)) {
                 bad = j;
                 break;
             }
-            if (fabs(dw[j]) > rt * fmax(fabs(wn), fabs(w[j])) + wa[j]) ok = false;
+            double r = fabs(dw[j]) / (rt * fmax(fabs(wn), fabs(w[j])) + wa[j]);
+            if (r > norm) norm = r;
             w[j] = wn;
             z[j] = (wn - hz[j]) * ia;
         }
+        ok = norm <= 1;
+        S->norm[h] = norm;
         break;
     }
     }
@@ -422,6 +430,7 @@ static int run(sweep *S, int op)
     S->op = op;
     S->ok[1] = true;
     S->bad[1] = -1;
+    S->norm[1] = 0;
     in_halves(S->it, sweep_half, S);
     int bad = S->bad[0] >= 0 ? S->bad[0] : S->bad[1];
     if (bad >= 0) S->it->nan_coord = bad;
@@ -439,8 +448,10 @@ static int newton(emn_integ *it, double tnew, double a, const double *hz, const 
     emn_form *f = it->f;
     bool linear = emn_form_is_linear(f);
     emn_form_set_time(f, tnew);
-    sweep S = {it, a, 1 / a, hz, hp, 0, {true, true}, {-1, -1}};
+    sweep S = {it, a, 1 / a, hz, hp, 0, {true, true}, {-1, -1}, {0, 0}};
     bool dw_ok = false;
+    double last = 0;            /* the last update's norm */
+    bool keep = false;          /* the factored matrix may serve the next update */
     int iter = 0;
     if (linear && direct) {
         if (run(&S, SW_Z0) >= 0) return 1;
@@ -466,12 +477,22 @@ static int newton(emn_integ *it, double tnew, double a, const double *hz, const 
         if (iter >= it->min_iter && S.ok[0] && S.ok[1] && (dw_ok || linear)) return 0;
         if (iter == it->o.itl4) break;
         it->st.newton++;
-        emn_lu *lu = newton_lu(it, a, it->ztry, it->wtry, linear);
+        /* A nonlinear circuit's matrix, factored at an iterate of the
+         * step, serves its later updates while each is at
+         * most EMN_JAC_RATE of the one before: the iterates move little
+         * once the predictor is corrected, and the residual is tested at
+         * each new point as always.  (Kept across steps, it left errors
+         * of a fraction of the tolerance that piled up step after step.) */
+        bool kept = !linear && keep;
+        emn_lu *lu = kept ? it->lu : newton_lu(it, a, it->ztry, it->wtry, linear);
         if (!lu) return 1;
         emn_lu_solve(lu, it->dw);
         it->st.solves++;
         if (run(&S, SW_UPDATE) >= 0) return 1;
-        dw_ok = S.ok[0] && S.ok[1];
+        double norm = fmax(S.norm[0], S.norm[1]);
+        keep = !linear && !(kept && norm > EMN_JAC_RATE * last);
+        last = norm;
+        dw_ok = norm <= 1;
     }
     return 1;
 }

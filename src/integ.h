@@ -58,7 +58,7 @@ typedef struct emn_integ {
     double a0, a1, a2, b1;
     double next_bp;         /* next breakpoint after t */
     bool restart;           /* next step is first order (start, breakpoint) */
-    emn_lu *lu;             /* nonlinear circuits: refactored every iteration */
+    emn_lu *lu;             /* nonlinear circuits: factored once or more a step */
 #define EMN_LU_CACHE 16
 #define EMN_LU_CACHE_BYTES 1e9          /* what the cached factorizations may hold in all */
     emn_lu *cache_lu[EMN_LU_CACHE];   /* linear circuits: factorizations by a */
