@@ -986,26 +986,31 @@ static emn_tmpl *term_template(emn_form *f, tmpl_cache *tc, emn_arena *scratch, 
     return tc->list.v[idx];
 }
 
+/* A slot's value and rate at (z, w) and the time last set. */
+static inline void slot_state(const emn_form *f, const emn_lmap *s, const double *z, const double *w, double *pv,
+                              double *pu)
+{
+    double v = 0, u = 0;
+    for (int q = 0; q < s->nc; q++) {
+        v += s->c[q] * z[s->ci[q]];
+        u += s->c[q] * w[s->ci[q]];
+    }
+    for (int q = 0; q < s->nd; q++) {
+        v += s->d[q] * f->S[s->di[q]];
+        u += s->d[q] * f->s[s->di[q]];
+    }
+    *pv = v;
+    *pu = u;
+}
+
 /* Local variables of term tm at (z, w): v, u of each slot, then the
  * parameters; local k at loc[k * stride]. */
 static void term_locals(const emn_form *f, const emn_term *tm, const double *z, const double *w, double *loc,
                         int stride)
 {
     int m = tm->m;
-    for (int a = 0; a < m; a++) {
-        const emn_lmap *s = &f->slots.v[tm->slot[a]];
-        double v = 0, u = 0;
-        for (int q = 0; q < s->nc; q++) {
-            v += s->c[q] * z[s->ci[q]];
-            u += s->c[q] * w[s->ci[q]];
-        }
-        for (int q = 0; q < s->nd; q++) {
-            v += s->d[q] * f->S[s->di[q]];
-            u += s->d[q] * f->s[s->di[q]];
-        }
-        loc[a * stride] = v;
-        loc[(m + a) * stride] = u;
-    }
+    for (int a = 0; a < m; a++)
+        slot_state(f, &f->slots.v[tm->slot[a]], z, w, &loc[a * stride], &loc[(m + a) * stride]);
     for (int i = 0; i < NPARAM; i++) loc[(2 * m + i) * stride] = tm->k[i];
 }
 
@@ -1067,20 +1072,7 @@ void emn_form_duals(emn_form *f, const double *z, const double *w, double *pi, d
 {
     if (!f->duals) f->duals = duals_plan(f);
     emn_duals *D = f->duals;
-    for (int sl = 0; sl < f->slots.n; sl++) {
-        const emn_lmap *s = &f->slots.v[sl];
-        double v = 0, u = 0;
-        for (int q = 0; q < s->nc; q++) {
-            v += s->c[q] * z[s->ci[q]];
-            u += s->c[q] * w[s->ci[q]];
-        }
-        for (int q = 0; q < s->nd; q++) {
-            v += s->d[q] * f->S[s->di[q]];
-            u += s->d[q] * f->s[s->di[q]];
-        }
-        D->sv[sl] = v;
-        D->su[sl] = u;
-    }
+    for (int sl = 0; sl < f->slots.n; sl++) slot_state(f, &f->slots.v[sl], z, w, &D->sv[sl], &D->su[sl]);
     for (int i = 0; i < f->terms.n; i++) {
         const emn_term *tm = &f->terms.v[i];
         int m = tm->m;
