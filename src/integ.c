@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Tolerances of z_j and p_j, by what the coordinate is: tol_zy/tol_py
  * apply to the value, tol_zd/tol_pd to its derivative (times h), and a
@@ -292,13 +293,30 @@ static emn_lu *cached_lu(emn_integ *it, double a)
     return NULL;
 }
 
+/* What the cached factorizations may hold in all: an eighth of the
+ * machine's memory, at least EMN_LU_CACHE_BYTES.  A 10^6-node mesh's
+ * factorizations are some 300 MB each and its steps cycle through seven
+ * sizes: a cache of fewer entries than that misses on every change of
+ * step (least recently used goes first), and each miss is a
+ * factorization of seconds. */
+static double cache_budget(void)
+{
+    static double budget;
+    if (budget == 0) {
+        long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+        budget = pages > 0 && size > 0 ? (double)pages * (double)size / 8 : 0;
+        if (budget < EMN_LU_CACHE_BYTES) budget = EMN_LU_CACHE_BYTES;
+    }
+    return budget;
+}
+
 static emn_lu *cache_slot(emn_integ *it, double a)
 {
     /* a full cache grows while its factorizations, as large as the first
      * one turned out, stay within the budget */
     if (it->cache_cap < EMN_LU_CACHE && it->cache_lu[it->cache_cap - 1]) {
         size_t each = emn_lu_bytes(it->cache_lu[0]);
-        if (each > 0 && (double)(it->cache_cap + 1) * (double)each <= EMN_LU_CACHE_BYTES) it->cache_cap++;
+        if (each > 0 && (double)(it->cache_cap + 1) * (double)each <= cache_budget()) it->cache_cap++;
     }
     int victim = 0;
     for (int k = 0; k < it->cache_cap; k++) {

@@ -60,7 +60,7 @@ typedef struct emn_integ {
     bool restart;           /* next step is first order (start, breakpoint) */
     emn_lu *lu;             /* nonlinear circuits: factored once or more a step */
 #define EMN_LU_CACHE 16
-#define EMN_LU_CACHE_BYTES 1e9          /* what the cached factorizations may hold in all */
+#define EMN_LU_CACHE_BYTES 1e9          /* what the cached factorizations may hold at least (cache_budget) */
     emn_lu *cache_lu[EMN_LU_CACHE];   /* linear circuits: factorizations by a */
     double cache_a[EMN_LU_CACHE];
     long cache_used[EMN_LU_CACHE], cache_clock;
