@@ -679,6 +679,7 @@ static void accept(emn_integ *it, double tnew, double h, const step_formula *s)
 #undef TAKE
     it->tpast[0] = tnew;
     if (it->npast < 2) it->npast++;
+    it->since_bp++;
     it->hprev = it->h;
     it->h = h;
     it->t = tnew;
@@ -881,11 +882,19 @@ int emn_integ_step(emn_integ *it, double tlimit)
         step_formula s = formula(it, hf, order);
         history(it, &s, hzbuf, hpbuf);
         /* predictor: extrapolate the velocities linearly (from the
-         * right-hand velocities after a breakpoint) */
+         * right-hand velocities after a breakpoint), or through the last
+         * three points once they all follow the last breakpoint */
         const double *w0 = it->have_right ? it->w_right : it->w[0];
-        for (int j = 0; j < n && !linear; j++)      /* a linear step solves from scratch */
-            it->wtry[j] = w0[j] + (it->npast >= 1 && !it->restart && it->h > 0
-                                   ? (it->w[0][j] - it->w[1][j]) * hf / it->h : 0);
+        bool quad = it->since_bp >= 3 && !it->restart && it->h > 0 && it->hprev > 0;
+        for (int j = 0; j < n && !linear; j++) {     /* a linear step solves from scratch */
+            double d1 = it->npast >= 1 && !it->restart && it->h > 0 ? (it->w[0][j] - it->w[1][j]) / it->h : 0;
+            double p = w0[j] + d1 * hf;
+            if (quad) {
+                double d0 = (it->w[1][j] - it->w[2][j]) / it->hprev;
+                p += hf * (hf + it->h) * (d1 - d0) / (it->h + it->hprev);
+            }
+            it->wtry[j] = p;
+        }
         it->nan_coord = -1;
         it->singular = false;
         int rc = newton(it, t + h, s.a, hzbuf, hpbuf, true);
@@ -930,6 +939,7 @@ int emn_integ_step(emn_integ *it, double tlimit)
         it->restart = false;
         if (lands && it->t >= it->next_bp * (1 - 1e-13)) {
             it->restart = true;
+            it->since_bp = 0;
             it->next_bp = next_break(it, it->t);
             /* sources changed their slope (or jumped): velocities that
              * follow a slope jump with it, so the state at the corner

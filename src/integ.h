@@ -54,6 +54,7 @@ typedef struct emn_integ {
     double *z[3], *w[3], *p[3], *F[3];
     double tpast[3];
     int npast;              /* how many of the history slots hold points */
+    int since_bp;           /* steps accepted since the last restart */
     /* the formula of the last accepted step: ydot = a0 y + a1 y1 + a2 y2 + b1 ydot1 */
     double a0, a1, a2, b1;
     double next_bp;         /* next breakpoint after t */
