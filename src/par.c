@@ -10,6 +10,7 @@
  * caller, waiting for half 1, spins too, yielding now and then in case the
  * helper shares its core with something else.
  */
+#define _GNU_SOURCE             /* sched_getaffinity, CPU_COUNT */
 #include "config.h"
 #include "par.h"
 
@@ -57,6 +58,9 @@ static void *helper(void *unused)
         for (unsigned k = 1; atomic_load(&P.posted) == seen; k++) {
             relax();
             if (k % 256) continue;
+            /* a core shared with the caller (or anything else) goes to
+             * it at once rather than at the end of a time slice */
+            sched_yield();
             if (!t0) t0 = now_ns();
             else if (now_ns() - t0 > SPIN_NS) {
                 /* Sleep.  `sleeping` is raised before `posted` is read
@@ -81,7 +85,13 @@ static void *helper(void *unused)
 static void decide(void)
 {
     const char *env = getenv("EMNET_THREADS");
+    /* the cores this process may run on (taskset, cpusets), not all the
+     * machine's */
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+#ifdef CPU_COUNT
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) cpus = CPU_COUNT(&set);
+#endif
     P.threads = 1;
     if (env && *env ? strcmp(env, "1") == 0 : cpus < 2) return;
     pthread_t t;
@@ -117,6 +127,6 @@ void emn_par_two(emn_par_fn fn, void *arg)
     fn(arg, 0);
     for (unsigned k = 1; atomic_load(&P.done) != job; k++) {
         relax();
-        if (k % 4096 == 0) sched_yield();
+        if (k % 64 == 0) sched_yield();
     }
 }
