@@ -7,8 +7,8 @@
  * the helper spins (with the CPU's pause hint) for a while after each job
  * so that the next one starts at once, and only then sleeps on a
  * condition variable, so that an idle emnet does not hold a core.  The
- * caller, waiting for half 1, spins too, yielding now and then in case the
- * helper shares its core with something else.
+ * caller, waiting for half 1, spins too.  Both yield now and then, in
+ * case the two share a core with each other or with something else.
  */
 #define _GNU_SOURCE             /* sched_getaffinity, CPU_COUNT */
 #include "config.h"

@@ -987,6 +987,10 @@ int emn_lu_solve(emn_lu *lu, double *b)
     lu->stats.solves++;
     if (lu->n == 0) return 0;
     if (lu->use_ldl) {
+        /* an analysis replaced since (the owner met a new pattern) leaves
+         * these values laid out for another L */
+        const emn_lu *o = lu->share ? lu->share : lu;
+        if (!o->pat || (lu != o && lu->pat_id != o->pat_id)) return -1;
         solve_ldl(lu, b);
         return 0;
     }
@@ -1001,10 +1005,8 @@ double emn_lu_rcond(emn_lu *lu)
 size_t emn_lu_bytes(const emn_lu *lu)
 {
     size_t b = lu->common.memusage;
-    if (lu->Lx) {
-        const emn_lu *o = lu->share ? lu->share : lu;
-        b += ((size_t)o->pat->Lp[lu->n] + 2 * (size_t)lu->n) * sizeof(double);
-    }
+    const emn_lu *o = lu->share ? lu->share : lu;
+    if (lu->Lx && o->pat) b += ((size_t)o->pat->Lp[o->pat->n] + 2 * (size_t)o->pat->n) * sizeof(double);
     return b;
 }
 
