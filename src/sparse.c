@@ -640,9 +640,10 @@ static cholmod_factor *analyze_given(cholmod_sparse *S, cholmod_common *cc, int 
  * lnz, AMD's. */
 static cholmod_factor *bisected(cholmod_sparse *S, cholmod_common *cc, double lnz)
 {
+    cholmod_factor *cut = NULL;
+#if defined(HAVE_CHOLMOD_BISECT) && defined(HAVE_CHOLMOD_CAMD)
     int n = (int)S->nrow;
     int *part = emn_xmalloc(((size_t)n + 1) * sizeof(int)), *perm = emn_xmalloc(((size_t)n + 1) * sizeof(int));
-    cholmod_factor *cut = NULL;
     long sep = cholmod_bisect(S, NULL, 0, 1, part, cc);
     cholmod_memory(cc);
     if (sep > 0 && sep < n / 4 && cholmod_camd(S, NULL, 0, part, perm, cc)) {
@@ -654,6 +655,9 @@ static cholmod_factor *bisected(cholmod_sparse *S, cholmod_common *cc, double ln
     cholmod_memory(cc);
     free(part);
     free(perm);
+#else
+    (void)S; (void)cc; (void)lnz;      /* a CHOLMOD without its partition module: no cut */
+#endif
     return cut;
 }
 
