@@ -1869,25 +1869,24 @@ static void lin_rows(const lin_part *L, int i0, int i1, const int *r0, const int
             cmat_add(&f->lin[q], q & 1 ? L->w : L->z, q < 2 ? p : F, scale, r0[q], r1[q]);
 }
 
+/* Half h of it (all rows as half 0 when the evaluation is not split). */
 static void lin_half(void *arg, int h)
 {
     const lin_part *L = arg;
     const emn_form *f = L->f;
-    int first[4] = {0, 0, 0, 0}, last[4];
-    for (int q = 0; q < 4; q++) last[q] = f->lin[q].nrows;
-    if (h == 0) lin_rows(L, 0, f->lin_mid, first, f->lin_r);
-    else lin_rows(L, f->lin_mid, f->n, f->lin_r, last);
+    bool whole = f->lin_mid == 0;
+    int r0[4], r1[4];
+    for (int q = 0; q < 4; q++) {
+        r0[q] = h ? f->lin_r[q] : 0;
+        r1[q] = h || whole ? f->lin[q].nrows : f->lin_r[q];
+    }
+    lin_rows(L, h ? f->lin_mid : 0, h || whole ? f->n : f->lin_mid, r0, r1);
 }
 
 static void eval_linear(const lin_part *L)
 {
-    if (L->f->lin_mid > 0) {
-        emn_par_two(lin_half, (void *)L);
-        return;
-    }
-    int first[4] = {0, 0, 0, 0}, last[4];
-    for (int q = 0; q < 4; q++) last[q] = L->f->lin[q].nrows;
-    lin_rows(L, 0, L->f->n, first, last);
+    if (L->f->lin_mid > 0) emn_par_two(lin_half, (void *)L);
+    else lin_half((void *)L, 0);
 }
 
 int emn_form_eval(emn_form *f, const double *z, const double *w, double *p, double *F,

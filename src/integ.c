@@ -496,11 +496,11 @@ static int newton(emn_integ *it, double tnew, double a, const double *hz, const 
         if (iter == it->o.itl4) break;
         it->st.newton++;
         /* A nonlinear circuit's matrix, factored at an iterate of the
-         * step, serves its later updates while each is at
-         * most EMN_JAC_RATE of the one before: the iterates move little
-         * once the predictor is corrected, and the residual is tested at
-         * each new point as always.  (Kept across steps, it left errors
-         * of a fraction of the tolerance that piled up step after step.) */
+         * step, serves its later updates while each is at most
+         * EMN_JAC_RATE of the one before: the iterates move little once
+         * the predictor is corrected, and the residual is tested at each
+         * new point as always.  (Kept across steps, it left errors of a
+         * fraction of the tolerance that piled up step after step.) */
         bool kept = !linear && keep;
         emn_lu *lu = kept ? it->lu : newton_lu(it, a, it->ztry, it->wtry, linear);
         if (!lu) return 1;
@@ -609,7 +609,6 @@ static void lte_half(void *arg, int half)
         L->worst[pass][half] = worst;
     }
 }
-
 
 /* Error of the step as a fraction of the tolerance (<= 1 accepts). */
 static double lte_ratio(const emn_integ *it, const step_formula *s, double h, int *worst)
@@ -739,6 +738,7 @@ int emn_integ_start(emn_integ *it, double t0, const double *z0, const double *p0
     emn_form *f = it->f;
     it->t = t0;
     it->npast = 0;
+    it->since_bp = 0;
     it->restart = true;
     it->singular = false;
     if (consistent_w(it, t0, z0, p0, NULL) != 0) {

@@ -369,21 +369,10 @@ static int factor_full(emn_lu *lu, const emn_sparse *A, int *bad_col)
 static const int *mirror(emn_lu *o)
 {
     if (o->mirror) return o->mirror;
+    const emn_sparse pattern = {.n = o->n, .nnz = o->nnz, .Ap = o->Ap, .Ai = o->Ai};
     o->mirror = emn_xmalloc(((size_t)o->nnz + 1) * sizeof(int));
     for (int j = 0; j < o->n; j++)
-        for (int p = o->Ap[j]; p < o->Ap[j + 1]; p++) {
-            int i = o->Ai[p], lo = o->Ap[i], hi = o->Ap[i + 1] - 1;
-            o->mirror[p] = -1;
-            while (lo <= hi) {      /* row j in column i: rows are sorted */
-                int mid = lo + (hi - lo) / 2;
-                if (o->Ai[mid] == j) {
-                    o->mirror[p] = mid;
-                    break;
-                }
-                if (o->Ai[mid] < j) lo = mid + 1;
-                else hi = mid - 1;
-            }
-        }
+        for (int p = o->Ap[j]; p < o->Ap[j + 1]; p++) o->mirror[p] = emn_sparse_find(&pattern, j, o->Ai[p]);
     return o->mirror;
 }
 
@@ -417,8 +406,7 @@ static cholmod_common *ldl_common(emn_lu *lu)
         lu->cc = emn_xcalloc(1, sizeof *lu->cc);
         cholmod_start(lu->cc);
         lu->cc->print = 0;                      /* stdout is the results' */
-        lu->cc->supernodal = CHOLMOD_SIMPLICIAL;
-        lu->cc->final_ll = 0;                   /* L D L', no square roots */
+        lu->cc->supernodal = CHOLMOD_SIMPLICIAL;     /* no supernodes to find */
         lu->cc->nmethods = 1;                   /* AMD, as KLU orders */
         lu->cc->method[0].ordering = CHOLMOD_AMD;
     }
@@ -794,8 +782,6 @@ static void ldl_half(void *arg, int h)
 {
     ldl_job *J = arg;
     int lo = h ? J->pat->n0 : 0, hi = h ? J->pat->t0 : J->pat->n0;
-    J->d[h][0] = INFINITY;
-    J->d[h][1] = 0;
     J->ok[h] = ldl_rows(J->pat, J->A, J->Lx, J->dinv, lo, hi, lo, hi, J->d[h]);
 }
 
