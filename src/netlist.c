@@ -27,6 +27,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define EMN_INCLUDE_DEPTH 64
 #define EMN_SUBCKT_DEPTH 100
@@ -204,6 +205,14 @@ struct emn_build {
     struct { kinfo *v; int n, cap; } kinfo;
     struct { card **v; int n, cap; } late;     /* .ic, .print, .save */
     emn_buf scratch;
+    /* the top level's parameters, and the top level as an instance */
+    scope global;
+    inst top_inst;
+    /* element cards are built as they are read, and their fields
+     * forgotten, until one has to wait for the whole file (see
+     * streamable): from then on every element card waits, in order */
+    bool waiting;
+    emn_arena_mark card_mark;   /* b->tmp before the open card */
     long ncards;                /* element and instance cards expanded */
     long max_nodes, max_cards;  /* EMN_MAX_NODES, EMN_MAX_CARDS or lower */
     bool too_big;               /* a limit was hit: expansion has stopped */
@@ -380,6 +389,7 @@ static int number_at(emn_build *b, emn_loc loc, double *v, bool *milli)
 
 void emn_build_card_begin(emn_build *b, emn_loc name)
 {
+    b->card_mark = emn_arena_get_mark(b->tmp);
     b->cur_loc = name;
     b->cur = (emn_flist){0};
 }
@@ -755,6 +765,8 @@ static void end_subckt(emn_build *b, card *k)
 }
 
 static void card_end(emn_build *b);
+static bool streamable(emn_build *b, const card *k);
+static void add_card(emn_build *b, const inst *in, const card *k);
 
 void emn_build_card_end(emn_build *b)
 {
@@ -804,6 +816,14 @@ static void card_end(emn_build *b)
                 return;
             }
         }
+    }
+    if (!b->open && w[0] != '.') {
+        if (!b->waiting && streamable(b, k)) {
+            add_card(b, &b->top_inst, k);
+            emn_arena_release(b->tmp, b->card_mark);
+            return;
+        }
+        b->waiting = true;
     }
     push_card(b->open ? &b->open->body : &b->top, k);
 }
@@ -1395,7 +1415,6 @@ static void add_element(emn_build *b, const inst *in, const card *k, int kind)
 }
 
 static void expand_body(emn_build *b, const inst *in, const cardlist *body);
-static void add_card(emn_build *b, const inst *in, const card *k);
 
 /* Xname nodes... subckt [params:] [name=value ...] */
 static void add_instance(emn_build *b, const inst *in, const card *k)
@@ -1973,10 +1992,52 @@ static void check_initial_state(emn_build *b)
 
 /* ------------------------------------------------------------------ driver */
 
+/* A value field that needs no parameter: a number, a call on numbers
+ * (a source function), key=number. */
+static bool param_free(const emn_field *f)
+{
+    switch (f->kind) {
+    case EMN_FIELD_WORD:
+        return numberish(emn_build_text(f->loc), f->loc.len);
+    case EMN_FIELD_CALL:
+        for (const emn_field *a = f->args; a; a = a->next)
+            if (a->kind != EMN_FIELD_WORD || !param_free(a)) return false;
+        return true;
+    case EMN_FIELD_ASSIGN:
+        return f->key->kind == EMN_FIELD_WORD && f->value->kind == EMN_FIELD_WORD && param_free(f->value);
+    default:
+        return false;
+    }
+}
+
+/* Whether a top-level element card can be built as soon as it is read:
+ * not an instance (its subcircuit may come later) and no value that a
+ * parameter could give (.param lines anywhere in the file apply).  Built
+ * early or late, the elements keep the file's order and the same
+ * meaning; a grid deck's cards are all of this kind and never pile up. */
+static bool streamable(emn_build *b, const card *k)
+{
+    (void)b;
+    const char *w = emn_build_text(k->loc);
+    if (tolower((unsigned char)w[0]) == 'x') return false;
+    int kind = kind_of_letter(w[0]);
+    if (kind < 0) return true;          /* an error either way */
+    int nfixed = kind == EMN_K ? 2 : terminals[kind].n;
+    for (int i = nfixed; i < k->nf; i++) {
+        const emn_field *f = k->f[i];
+        /* a source's leading DC keyword (any later "dc" could be a parameter) */
+        if (i == nfixed && (kind == EMN_V || kind == EMN_I || kind == EMN_F) && f->kind == EMN_FIELD_WORD &&
+            f->loc.len == 2 && strncasecmp(emn_build_text(f->loc), "dc", 2) == 0)
+            continue;
+        if (!param_free(f)) return false;
+    }
+    return true;
+}
+
 static void build_top(emn_build *b)
 {
-    scope global = {0};
-    inst top = {NULL, NULL, NULL, &global, 0};
+    inst top = b->top_inst;
+    scope *global = &b->global;
     /* a top-level card is usually one element: make room for them at
      * once rather than by doubling (each step copies, rehashes and
      * touches fresh memory; a grid deck has 10^5 to 10^6 cards) */
@@ -1984,12 +2045,12 @@ static void build_top(emn_build *b)
     for (const card *k = b->top.head; k; k = k->next)
         if (emn_build_text(k->loc)[0] != '.' && ncards < INT_MAX / 4) ncards++;
     if (ncards > b->max_cards) ncards = (int)b->max_cards;     /* no more get expanded */
-    EMN_GROW(b->c->elems, ncards);
-    EMN_GROW(b->einfo, ncards);
-    map_reserve(&b->elems, ncards);
+    EMN_GROW(b->c->elems, b->c->elems.n + ncards);
+    EMN_GROW(b->einfo, b->einfo.n + ncards);
+    map_reserve(&b->elems, b->c->elems.n + ncards);
     for (const card *k = b->top.head; k; k = k->next)
         if (emn_build_text(k->loc)[0] == '.' && control_kind(lower_tmp(b, k->loc)) == CTL_PARAM)
-            do_param(b, &top, k, &global);
+            do_param(b, &top, k, global);
     for (const card *k = b->top.head; k; k = k->next) {
         if (emn_build_text(k->loc)[0] != '.') {
             add_card(b, &top, k);
@@ -2015,7 +2076,6 @@ static void build_top(emn_build *b)
     }
     check_couplings(b);
     check_initial_state(b);
-    scope_free(&global);
 }
 
 /* A limit, lowered (never raised) by the environment variable `name`: the
@@ -2037,6 +2097,7 @@ static emn_circuit *read_netlist(const char *path, const char *text, long len, e
     emn_build b = {.d = d, .c = c, .ar = c->arena, .tmp = emn_arena_new()};
     b.max_nodes = limit_from_env("EMNET_MAX_NODES", EMN_MAX_NODES);
     b.max_cards = limit_from_env("EMNET_MAX_ELEMENTS", EMN_MAX_CARDS);
+    b.top_inst = (inst){NULL, NULL, NULL, &b.global, 0};
     int errs = d->nerrors;
     emn_srcfile *f = text ? emn_diag_add_text(d, path, text, len) : emn_diag_read_file(d, path, EMN_NOLOC);
     if (f) {
@@ -2054,6 +2115,7 @@ static emn_circuit *read_netlist(const char *path, const char *text, long len, e
             emn_diag_error(d, s->loc, "missing .ends for subcircuit '%s'", s->name ? s->name : "");
         build_top(&b);
     }
+    scope_free(&b.global);
     map_free(&b.nodes);
     map_free(&b.elems);
     map_free(&b.subckts);

@@ -147,6 +147,21 @@ void emn_arena_reset(emn_arena *a)
     a->head = b;
 }
 
+emn_arena_mark emn_arena_get_mark(const emn_arena *a)
+{
+    return (emn_arena_mark){a->head, a->head ? a->head->used : 0};
+}
+
+void emn_arena_release(emn_arena *a, emn_arena_mark m)
+{
+    while (a->head && a->head != m.block) {
+        struct arena_block *next = a->head->next;
+        free(a->head);
+        a->head = next;
+    }
+    if (a->head) a->head->used = m.used;
+}
+
 static unsigned long hash_str(const char *s)
 {
     unsigned long h = 5381;

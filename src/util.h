@@ -57,6 +57,11 @@ char *emn_arena_strndup(emn_arena *a, const char *s, size_t n);
 void emn_arena_free(emn_arena **a);                 /* accepts NULL */
 /* Forget every allocation but keep one block for reuse (scratch arenas). */
 void emn_arena_reset(emn_arena *a);
+/* A point in an arena's life, and forgetting what was allocated after it
+ * (the allocations before it stay). */
+typedef struct emn_arena_mark { void *block; size_t used; } emn_arena_mark;
+emn_arena_mark emn_arena_get_mark(const emn_arena *a);
+void emn_arena_release(emn_arena *a, emn_arena_mark m);
 
 /*
  * String-keyed hash map to int values (open addressing, keys copied).

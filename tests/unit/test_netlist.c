@@ -240,6 +240,19 @@ static void test_expressions(void)
     c = rd("t\nR1 a 0 rr\n.param rr=5\n");
     ok(c && el(c, "r1")->value == 5, "expressions: a parameter may be defined after its use");
     emn_netlist_free(&c);
+    /* cards built as they are read, cards that wait for the whole file
+     * (parameters, names that could be parameters, instances), and the
+     * file's order kept across both */
+    c = rd("t\nR1 a b 1\nV1 a 0 dc 2\nI1 b 0 pwl(0 0 1n ia)\nC1 b 0 1p\nR4 b 0 pi\nX1 b s\n"
+           "V2 b 0 dc dc\nR3 b 0 2k\n.param ia=3m dc=4\n.subckt s a\nR1 a 0 3\n.ends\n");
+    static const char *const order[] = {"r1", "v1", "i1", "c1", "r4", "r.x1.r1", "v2", "r3"};
+    bool in_order = c && c->elems.n == 8;
+    for (int i = 0; in_order && i < 8; i++) in_order = strcmp(c->elems.v[i].name, order[i]) == 0;
+    ok(in_order, "streaming: elements in the file's order");
+    ok(c && el(c, "v1")->src->dc == 2 && el(c, "i1")->src->args[3] == 3e-3 && fabs(el(c, "r4")->value - M_PI) < 1e-15 &&
+           el(c, "r.x1.r1")->value == 3 && el(c, "v2")->src->dc == 4 && el(c, "r3")->value == 2e3,
+       "streaming: values, parameters defined after their use");
+    emn_netlist_free(&c);
 }
 
 static void test_movable(void)
