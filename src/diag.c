@@ -90,7 +90,40 @@ emn_srcfile *emn_diag_read_file(emn_diag *d, const char *path, emn_loc from)
     }
     emn_srcfile *f = emn_diag_add_text(d, path, b.v ? b.v : "", b.n);
     emn_buf_free(&b);
+    if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == f->len) {
+        f->rereadable = true;
+        f->mtime_ns = (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
+    }
     return f;
+}
+
+void emn_diag_release_text(emn_diag *d)
+{
+    for (emn_srcfile *f = d->files; f; f = f->next)
+        if (f->rereadable) {
+            free(f->text);
+            f->text = NULL;
+        }
+}
+
+/* Line `line` of f (up to cap - 1 bytes, NUL-terminated) into buf, from
+ * the text or, once that is released, from the file if it is unchanged.
+ * Returns buf or the text, or NULL. */
+static const char *source_line(const emn_srcfile *f, int line, char *buf, size_t cap)
+{
+    long from = f->line_start[line];
+    if (f->text) return f->text + from;
+    struct stat st;
+    if (stat(f->path, &st) != 0 || st.st_size != f->len ||
+        (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec != f->mtime_ns)
+        return NULL;
+    FILE *fp = fopen(f->path, "rb");
+    if (!fp) return NULL;
+    size_t got = 0;
+    if (fseek(fp, from, SEEK_SET) == 0) got = fread(buf, 1, cap - 1, fp);
+    fclose(fp);
+    buf[got] = '\0';
+    return buf;
 }
 
 void emn_diag_vadd(emn_diag *d, emn_severity sev, emn_loc loc, const char *fmt, va_list ap)
@@ -136,7 +169,9 @@ static void quote_line(FILE *out, emn_loc loc)
 {
     const emn_srcfile *f = loc.file;
     if (!f || loc.line < 1 || loc.line > f->nlines) return;
-    const char *s = f->text + f->line_start[loc.line];
+    char buf[256];
+    const char *s = source_line(f, loc.line, buf, sizeof buf);
+    if (!s) return;
     const char *e = s;
     while (*e && *e != '\n' && *e != '\r') e++;
     int width = (int)(e - s);

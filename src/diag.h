@@ -21,8 +21,12 @@
 /* A netlist file as read: the exact bytes, for quoting lines in messages. */
 typedef struct emn_srcfile {
     char *path;          /* as the user (or .include) named it */
-    char *text;          /* whole contents, NUL-terminated */
+    char *text;          /* whole contents, NUL-terminated; NULL once released */
     long len;
+    /* a regular file can be read again for a quote after its text is
+     * released, if it still has the size and time it had */
+    bool rereadable;
+    long long mtime_ns;
     int *line_start;     /* byte offset of the start of each line, 1-based index */
     int nlines;
     struct emn_srcfile *next;   /* all files of one run, for freeing */
@@ -68,6 +72,10 @@ void emn_diag_vadd(emn_diag *d, emn_severity sev, emn_loc loc, const char *fmt, 
  * index to pass next time.  With `quote`, each located message is followed
  * by its source line and a caret. */
 int emn_diag_print(const emn_diag *d, FILE *out, int from, bool quote);
+
+/* Forget the text of the files that can be read again (the netlist is
+ * read: only messages quote it now, and they read their lines back). */
+void emn_diag_release_text(emn_diag *d);
 
 /* Free messages and files. */
 void emn_diag_free(emn_diag *d);

@@ -148,6 +148,7 @@ int main(int argc, char **argv)
     int printed = 0;
     emn_circuit *c = emn_netlist_read(a.path, &d);
     if (c && emn_sim_prepare(c, &d) < 0) emn_netlist_free(&c);
+    emn_diag_release_text(&d);
     printed = emn_diag_print(&d, stderr, printed, true);
     if (!c) {
         emn_diag_free(&d);

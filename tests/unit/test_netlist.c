@@ -395,6 +395,29 @@ static void test_include(void)
     c = emn_netlist_read(p[0], &d);
     ok(!c && has_msg("cannot read") && d.v[0].loc.line == 1 && d.v[0].loc.file && strstr(d.v[0].loc.file->path, "b.inc"),
        "include: a missing file is an error at its .include line");
+    /* messages after the text is released read their lines back, from an
+     * unchanged file only */
+    write_file(p[3], "quote\nR1 a 0 1\nR2 a 0 2\n");
+    emn_diag_free(&d);
+    c = emn_netlist_read(p[3], &d);
+    emn_diag_release_text(&d);
+    if (c) emn_diag_error(&d, el(c, "r2")->loc, "late");
+    char *text = NULL;
+    size_t size = 0;
+    FILE *mem = open_memstream(&text, &size);
+    emn_diag_print(&d, mem, 0, true);
+    fclose(mem);
+    ok(c && d.files && !d.files->text && strstr(text, ":3:1: error: late\n    3 | R2 a 0 2\n      | ^~\n"),
+       "released text: a later message quotes its line from the file");
+    free(text);
+    write_file(p[3], "quote\nR1 a 0 1\nR2 a 0 2.5\n");
+    mem = open_memstream(&text, &size);
+    emn_diag_print(&d, mem, 0, true);
+    fclose(mem);
+    ok(c && strstr(text, ":3:1: error: late\n") && !strstr(text, "|"),
+       "released text: no quote from a file that has changed since");
+    free(text);
+    emn_netlist_free(&c);
     for (int i = 0; i < 4; i++) unlink(p[i]);
     snprintf(p[0], sizeof p[0], "%s/sub", dir);
     rmdir(p[0]);
