@@ -171,6 +171,7 @@ typedef struct nodeinfo {
 
 typedef struct eleminfo {
     const char *disp;           /* the name as messages show it */
+    emn_loc value_loc;          /* its value, for the initial state's check */
 } eleminfo;
 
 /* What a K element names, until the inductors are looked up: one per K,
@@ -1382,7 +1383,8 @@ static void add_element(emn_build *b, const inst *in, const card *k, int kind)
     (void)keyed;
     unsigned allow = (kind == EMN_C || kind == EMN_L || kind == EMN_K || kind == EMN_J) ? ALLOW_X : 0;
     bool milli = false;
-    e.value_loc = field_loc(valf);
+    emn_loc value_loc = field_loc(valf);
+    info.value_loc = value_loc;
     const emn_expr *v = NULL;
     double x;
     bool cst = true;
@@ -1395,14 +1397,14 @@ static void add_element(emn_build *b, const inst *in, const card *k, int kind)
     }
     if (cst) {
         if (!isfinite(x)) {
-            error(b, e.value_loc, "the value of %s is not a finite number", disp);
+            error(b, value_loc, "the value of %s is not a finite number", disp);
             return;
         }
-        if (!check_range(b, e.kind, x, e.value_loc, disp)) return;
+        if (!check_range(b, e.kind, x, value_loc, disp)) return;
         e.value = x;
         if (kind == EMN_J) e.vexpr = emn_expr_num(b->ar, x);
         if (kind == EMN_R && milli)
-            emn_diag_warning(b->d, e.value_loc, "'m' means milli (1e-3); write 'meg' for 1e6");
+            emn_diag_warning(b->d, value_loc, "'m' means milli (1e-3); write 'meg' for 1e6");
     } else {
         e.vexpr = v;
     }
@@ -1981,7 +1983,7 @@ static void check_initial_state(emn_build *b)
         if (!e->vexpr || (e->kind != EMN_C && e->kind != EMN_L)) continue;
         double v = emn_expr_eval(e->vexpr, x);
         if (!(v > 0) || !isfinite(v))
-            error(b, e->value_loc, "%s of %s is %g at the initial state; it must be positive",
+            error(b, b->einfo.v[i].value_loc, "%s of %s is %g at the initial state; it must be positive",
                   e->kind == EMN_C ? "the capacitance" : "the inductance", b->einfo.v[i].disp, v);
         else
             e->value = v;

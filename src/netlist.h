@@ -73,12 +73,15 @@ typedef struct emn_elem {
      * node variables.  J: vexpr is the right-hand side. */
     double value;
     const emn_expr *vexpr;
-    emn_loc value_loc;
-    bool has_ic;            /* C: IC=v0 volts; L: IC=i0 amperes */
-    double ic;
-    double x0;              /* S: rest length X0 (0 if absent) */
-    int ind[2];             /* K: element indices of the two inductors */
-    emn_source *src;        /* V, I, F: the waveform (in the circuit's arena); else NULL */
+    union {                 /* by kind: the others' fields are not set */
+        struct {
+            bool has_ic;    /* C: IC=v0 volts; L: IC=i0 amperes */
+            double ic;
+        };
+        double x0;          /* S: rest length X0 (0 if absent) */
+        int ind[2];         /* K: element indices of the two inductors */
+        emn_source *src;    /* V, I, F: the waveform (in the circuit's arena) */
+    };
 } emn_elem;
 
 typedef enum { EMN_IC_X, EMN_IC_V } emn_ic_kind;

@@ -190,10 +190,17 @@ static void test_lexical(void)
     ok(c->elems.n == 3 && el(c, "c1")->value == 1e-6 && el(c, "v1")->src->dc == 1,
        "lexical: continuation joins the card");
     ok(strcmp(c->title, "title line R1 is not an element") == 0, "lexical: title without CR");
-    ok(el(c, "c1")->loc.line == 4 && el(c, "c1")->value_loc.line == 7 && el(c, "c1")->value_loc.col == 3,
-       "lexical: continuation keeps its physical line and column");
-    ok(el(c, "r1")->value_loc.col == 8, "lexical: a tab counts as one column");
+    ok(el(c, "c1")->loc.line == 4, "lexical: an element's line");
     emn_netlist_free(&c);
+    /* the same layout, with messages at the values: a warning at R1's
+     * value, an error at C1's on its continuation line */
+    c = rd("title\r\n* a comment\r\nR1\ta\tb\t1m ; inline comment\r\nC1 b 0 $ dollar comment\r\n"
+           "* comment between a card and its continuation\r\n\r\n+ -1u\r\n");
+    ok(!c && d.n == 2 && d.v[0].loc.line == 3 && d.v[0].loc.col == 8 && strstr(d.v[0].text, "milli"),
+       "lexical: a tab counts as one column");
+    ok(d.n == 2 && d.v[1].loc.line == 7 && d.v[1].loc.col == 3 && d.v[1].sev == EMN_SEV_ERROR,
+       "lexical: continuation keeps its physical line and column");
+    if (d.n != 2) show_msgs();
 
     c = rd("t\nr1 A B 1\nR2 a b 2\n");
     ok(c && c->nodes.n == 3 && strcmp(c->nodes.v[1].name, "a") == 0 && nd(c, "A") == 1,
