@@ -45,9 +45,11 @@ typedef struct sim {
     int nn, ne;
     /* mechanical state by node: x and u of every mechanical node */
     double *nx, *nu;
-    xrate *xnode;               /* per node (mechanical): x(node) */
-    xrate *nmech;               /* flux: per node, coil offset of its flux */
-    xrate *bmech;               /* flux: per element, mechanical part of its branch */
+    /* by node or element, NULL where there is none (and the whole array
+     * NULL where no node or element has one: a grid has none) */
+    xrate **xnode;              /* per node (mechanical): x(node) */
+    xrate **nmech;              /* flux: per node, coil offset of its flux */
+    xrate **bmech;              /* flux: per element, mechanical part of its branch */
     /* duals */
     bool need_dual;
     double *pi, *pidot, *pi1, *pi2, *pidot1, *Fs;
@@ -136,32 +138,43 @@ static void collect_vars(const emn_expr *e, xrate *x)
     collect_vars(e->b, x);
 }
 
-static void xrate_init(emn_arena *ar, xrate *x, const emn_expr *e)
+/* Set entry i of *a (an array of n, made on first use) to e and its rate. */
+static void xrate_set(emn_arena *ar, xrate ***a, int n, int i, const emn_expr *e)
 {
-    memset(x, 0, sizeof *x);
-    x->e = e;
     if (!e) return;
+    if (!*a) *a = emn_xcalloc((size_t)n + 1, sizeof(xrate *));
+    xrate *x = (*a)[i] = emn_arena_alloc(ar, sizeof *x);
+    x->e = e;
     collect_vars(e, x);
     x->d = emn_xmalloc((size_t)(x->nv + 1) * sizeof(emn_expr *));
     for (int k = 0; k < x->nv; k++) x->d[k] = emn_expr_diff(ar, e, x->var[k]);
 }
 
+static const xrate *xrate_at(xrate *const *a, int i)
+{
+    return a ? a[i] : NULL;
+}
+
 static double xrate_value(const xrate *x, const double *nx)
 {
-    return x->e ? emn_expr_eval(x->e, nx) : 0;
+    return x ? emn_expr_eval(x->e, nx) : 0;
 }
 
 static double xrate_rate(const xrate *x, const double *nx, const double *nu)
 {
     double r = 0;
-    for (int k = 0; k < x->nv; k++) r += emn_expr_eval(x->d[k], nx) * nu[x->var[k]];
+    for (int k = 0; x && k < x->nv; k++) r += emn_expr_eval(x->d[k], nx) * nu[x->var[k]];
     return r;
 }
 
-static void xrate_free(xrate *x)
+static void xrate_free_all(xrate **a, int n)
 {
-    free(x->var);
-    free(x->d);
+    for (int i = 0; a && i < n; i++)
+        if (a[i]) {
+            free(a[i]->var);
+            free(a[i]->d);
+        }
+    free(a);
 }
 
 /* --------------------------------------------------------- state views */
@@ -178,7 +191,7 @@ static void mech_state(sim *S, const double *z, const double *w)
     for (int k = 0; k < S->nmnodes; k++) {
         int v = S->mnodes[k];
         if (S->c->nodes.v[v].jdef < 0) continue;
-        double x = xrate_value(&S->xnode[v], S->nx), u = xrate_rate(&S->xnode[v], S->nx, S->nu);
+        double x = xrate_value(xrate_at(S->xnode, v), S->nx), u = xrate_rate(xrate_at(S->xnode, v), S->nx, S->nu);
         S->nx[v] = x;       /* J nodes depend only on free nodes: order does not matter */
         S->nu[v] = u;
     }
@@ -207,7 +220,7 @@ static double branch_voltage(const sim *S, int e, const double *w)
         if (el->kind == EMN_I) return S->ndv[el->node[0]] - S->ndv[el->node[1]];
         return S->pidot[sl] - S->Fs[sl];
     }
-    return emn_form_slot_rate(S->f, sl, w) + xrate_rate(&S->bmech[e], S->nx, S->nu);
+    return emn_form_slot_rate(S->f, sl, w) + xrate_rate(xrate_at(S->bmech, e), S->nx, S->nu);
 }
 
 /* Current through an electrical element from n+ to n-. */
@@ -262,7 +275,7 @@ static double node_voltage(const sim *S, int v, const double *w)
     double r = 0;
     for (int q = 0; q < m->nc; q++) r += m->c[q] * w[m->ci[q]];
     for (int q = 0; q < m->nd; q++) r += m->d[q] * S->f->s[m->di[q]];
-    return r + xrate_rate(&S->nmech[v], S->nx, S->nu);
+    return r + xrate_rate(xrate_at(S->nmech, v), S->nx, S->nu);
 }
 
 static double elem_value(const sim *S, const emn_elem *e)
@@ -279,7 +292,7 @@ static double signal_q(const sim *S, int e, const double *z)
 static double signal_phi(const sim *S, int e, const double *z)
 {
     if (S->charge) return S->pi[branch_slot(S, e)];
-    return emn_form_slot_value(S->f, branch_slot(S, e), z) + xrate_value(&S->bmech[e], S->nx);
+    return emn_form_slot_value(S->f, branch_slot(S, e), z) + xrate_value(xrate_at(S->bmech, e), S->nx);
 }
 
 static double signal_value(const sim *S, int k, const double *z, const double *w)
@@ -446,9 +459,6 @@ static void sim_init(sim *S, const emn_circuit *c, emn_form *f, bool want_prints
     S->ar = emn_arena_new();
     S->nx = emn_xcalloc((size_t)S->nn + 1, sizeof(double));
     S->nu = emn_xcalloc((size_t)S->nn + 1, sizeof(double));
-    S->xnode = emn_xcalloc((size_t)S->nn + 1, sizeof(xrate));
-    S->nmech = emn_xcalloc((size_t)S->nn + 1, sizeof(xrate));
-    S->bmech = emn_xcalloc((size_t)S->ne + 1, sizeof(xrate));
     S->mnodes = emn_xmalloc((size_t)S->nn * sizeof(int) + 1);
     S->valued = emn_xmalloc((size_t)S->ne * sizeof(int) + 1);
     S->nmnodes = S->nvalued = 0;
@@ -461,11 +471,11 @@ static void sim_init(sim *S, const emn_circuit *c, emn_form *f, bool want_prints
             S->valued[S->nvalued++] = e;
         }
     for (int v = 1; v < S->nn; v++) {
-        if (c->nodes.v[v].jdef >= 0) xrate_init(S->ar, &S->xnode[v], emn_form_xnode(f, v));
-        if (!S->charge && f->node_mech && f->node_mech[v]) xrate_init(S->ar, &S->nmech[v], f->node_mech[v]);
+        if (c->nodes.v[v].jdef >= 0) xrate_set(S->ar, &S->xnode, S->nn, v, emn_form_xnode(f, v));
+        if (!S->charge && f->node_mech && f->node_mech[v]) xrate_set(S->ar, &S->nmech, S->nn, v, f->node_mech[v]);
     }
     for (int e = 0; e < S->ne; e++)
-        if (f->elem_branch_mech[e]) xrate_init(S->ar, &S->bmech[e], f->elem_branch_mech[e]);
+        if (f->elem_branch_mech[e]) xrate_set(S->ar, &S->bmech, S->ne, e, f->elem_branch_mech[e]);
     int ns = f->slots.n + 1;
     S->pi = emn_xcalloc((size_t)ns, sizeof(double));
     S->pidot = emn_xcalloc((size_t)ns, sizeof(double));
@@ -503,14 +513,12 @@ static void sim_init(sim *S, const emn_circuit *c, emn_form *f, bool want_prints
 
 static void sim_free(sim *S)
 {
-    for (int v = 0; v < S->nn; v++) {
-        xrate_free(&S->xnode[v]);
-        xrate_free(&S->nmech[v]);
-    }
-    for (int e = 0; e < S->ne; e++) xrate_free(&S->bmech[e]);
+    xrate_free_all(S->xnode, S->nn);
+    xrate_free_all(S->nmech, S->nn);
+    xrate_free_all(S->bmech, S->ne);
     for (int k = 0; k < S->nvalued; k++) emn_tape_free(&S->vtape[k]);
     free(S->vtape);
-    free(S->xnode); free(S->nmech); free(S->bmech); free(S->mnodes); free(S->valued);
+    free(S->mnodes); free(S->valued);
     free(S->nx); free(S->nu);
     free(S->pi); free(S->pidot); free(S->pi1); free(S->pi2); free(S->pidot1); free(S->Fs);
     free(S->ndv); free(S->nodecur); free(S->bcur);
@@ -626,7 +634,7 @@ static int initial_state(sim *S, const double *zop, const double *wop, double *z
                 double M = elem_value(S, ke) * sqrt(elem_value(S, el) * elem_value(S, &c->elems.v[other]));
                 lam += M * c->elems.v[other].ic;
             }
-            lam -= xrate_value(&S->bmech[e], S->nx);
+            lam -= xrate_value(xrate_at(S->bmech, e), S->nx);
             EMN_PUSH(rows, f->elem_branch_slot[e]);
             EMN_PUSH(target, lam);
             any |= el->has_ic || (!zop && lam != 0);
