@@ -52,7 +52,7 @@ typedef struct sim {
     xrate **bmech;              /* flux: per element, mechanical part of its branch */
     /* duals */
     bool need_dual;
-    double *pi, *pidot, *pi1, *pi2, *pidot1, *Fs;
+    double *pi, *pidot, *pi1, *pi2, *Fs;
     double *ndv;                /* node voltages (charge) */
     double *bcur;               /* branch currents of eliminated branches (flux) */
     double *nodecur;
@@ -448,6 +448,22 @@ static const emn_expr *force_coefficient(emn_arena *ar, const emn_circuit *c, co
     return v ? emn_expr_diff(ar, v, g->mnode) : NULL;
 }
 
+/* Room for the duals, which only some signals need: a slot's worth of
+ * numbers five times over is some 3.6 MB on a grid printing node voltages. */
+static void dual_arrays(sim *S)
+{
+    if (S->pi) return;
+    size_t ns = (size_t)S->f->slots.n + 1;
+    S->pi = emn_xcalloc(ns, sizeof(double));
+    S->pidot = emn_xcalloc(ns, sizeof(double));
+    S->pi1 = emn_xcalloc(ns, sizeof(double));
+    S->pi2 = emn_xcalloc(ns, sizeof(double));
+    S->Fs = emn_xcalloc(ns, sizeof(double));
+    S->ndv = emn_xcalloc((size_t)S->nn + 1, sizeof(double));
+    S->nodecur = emn_xcalloc((size_t)S->nn + 1, sizeof(double));
+    S->bcur = emn_xcalloc((size_t)S->ne + 1, sizeof(double));
+}
+
 static void sim_init(sim *S, const emn_circuit *c, emn_form *f, bool want_prints, bool want_saves)
 {
     memset(S, 0, sizeof *S);
@@ -476,16 +492,6 @@ static void sim_init(sim *S, const emn_circuit *c, emn_form *f, bool want_prints
     }
     for (int e = 0; e < S->ne; e++)
         if (f->elem_branch_mech[e]) xrate_set(S->ar, &S->bmech, S->ne, e, f->elem_branch_mech[e]);
-    int ns = f->slots.n + 1;
-    S->pi = emn_xcalloc((size_t)ns, sizeof(double));
-    S->pidot = emn_xcalloc((size_t)ns, sizeof(double));
-    S->pi1 = emn_xcalloc((size_t)ns, sizeof(double));
-    S->pi2 = emn_xcalloc((size_t)ns, sizeof(double));
-    S->pidot1 = emn_xcalloc((size_t)ns, sizeof(double));
-    S->Fs = emn_xcalloc((size_t)ns, sizeof(double));
-    S->ndv = emn_xcalloc((size_t)S->nn + 1, sizeof(double));
-    S->nodecur = emn_xcalloc((size_t)S->nn + 1, sizeof(double));
-    S->bcur = emn_xcalloc((size_t)S->ne + 1, sizeof(double));
 
     sigvec sg = {0};
     if (want_prints) for (int k = 0; k < c->prints.n; k++) EMN_PUSH(sg, c->prints.v[k]);
@@ -509,6 +515,7 @@ static void sim_init(sim *S, const emn_circuit *c, emn_form *f, bool want_prints
     for (int i = 0; i < 3; i++) S->pw[i] = emn_xcalloc((size_t)S->nsig + 1, sizeof(double));
     S->integral = emn_xcalloc((size_t)S->nsig + 1, sizeof(bool));
     for (int k = 0; k < S->nsig; k++) S->integral[k] = is_integral(c, &S->sig[k]);
+    if (S->need_dual) dual_arrays(S);
 }
 
 static void sim_free(sim *S)
@@ -520,7 +527,7 @@ static void sim_free(sim *S)
     free(S->vtape);
     free(S->mnodes); free(S->valued);
     free(S->nx); free(S->nu);
-    free(S->pi); free(S->pidot); free(S->pi1); free(S->pi2); free(S->pidot1); free(S->Fs);
+    free(S->pi); free(S->pidot); free(S->pi1); free(S->pi2); free(S->Fs);
     free(S->ndv); free(S->nodecur); free(S->bcur);
     free(S->sig); free(S->names); free(S->units); free(S->fexpr);
     for (int i = 0; i < 3; i++) free(S->val[i]);
@@ -793,6 +800,7 @@ int emn_sim_op(const emn_circuit *c, emn_form_kind kind, emn_diag *d, FILE *out)
     S.fexpr = emn_xcalloc((size_t)S.nsig + 1, sizeof(emn_expr *));
     for (int i = 0; i < 3; i++) S.val[i] = emn_xcalloc((size_t)S.nsig + 1, sizeof(double));
     S.need_dual = true;
+    dual_arrays(&S);
     for (int k = 0; k < S.nsig; k++) S.names[k] = (char *)S.sig[k].text;
     int n = f->n, status = EMN_EXIT_OK;
     double *z = emn_xcalloc((size_t)n + 1, sizeof(double)), *w = emn_xcalloc((size_t)n + 1, sizeof(double));
@@ -1075,11 +1083,13 @@ int emn_sim_tran(const emn_circuit *c, const emn_sim_opts *o, emn_diag *d, bool 
     }
     /* duals at t = 0; their derivatives come from the first step */
     update_duals(&S, it->z[0], it->w[0], true);
-    int ns = f->slots.n + 1;
-    pi0 = emn_xmalloc((size_t)ns * sizeof(double));
-    Fs0 = emn_xmalloc((size_t)ns * sizeof(double));
-    memcpy(pi0, S.pi, (size_t)ns * sizeof(double));
-    memcpy(Fs0, S.Fs, (size_t)ns * sizeof(double));
+    int ns = S.need_dual ? f->slots.n + 1 : 0;     /* the duals' length, if they are kept */
+    pi0 = emn_xmalloc((size_t)ns * sizeof(double) + 1);
+    Fs0 = emn_xmalloc((size_t)ns * sizeof(double) + 1);
+    if (ns) {
+        memcpy(pi0, S.pi, (size_t)ns * sizeof(double));
+        memcpy(Fs0, S.Fs, (size_t)ns * sizeof(double));
+    }
 
     interrupted = 0;
     struct sigaction sa = {0}, old_sa;
@@ -1122,10 +1132,12 @@ int emn_sim_tran(const emn_circuit *c, const emn_sim_opts *o, emn_diag *d, bool 
             first = false;
             int i0 = nacc >= 2 ? 2 : 1;         /* history slot of t = 0 */
             double t0 = it->tpast[i0];
-            double *save = emn_xmalloc(3 * (size_t)ns * sizeof(double));
-            memcpy(save, S.pi, (size_t)ns * sizeof(double));
-            memcpy(save + ns, S.pidot, (size_t)ns * sizeof(double));
-            memcpy(save + 2 * ns, S.Fs, (size_t)ns * sizeof(double));
+            double *save = emn_xmalloc(3 * (size_t)ns * sizeof(double) + 1);
+            if (ns) {
+                memcpy(save, S.pi, (size_t)ns * sizeof(double));
+                memcpy(save + ns, S.pidot, (size_t)ns * sizeof(double));
+                memcpy(save + 2 * ns, S.Fs, (size_t)ns * sizeof(double));
+            }
             if (nacc >= 2) {
                 double h1 = it->tpast[1] - t0, h2 = it->tpast[0] - it->tpast[1];
                 double c0 = -(2 * h1 + h2) / (h1 * (h1 + h2)), c1 = (h1 + h2) / (h1 * h2),
@@ -1133,8 +1145,10 @@ int emn_sim_tran(const emn_circuit *c, const emn_sim_opts *o, emn_diag *d, bool 
                 for (int sl = 0; sl < ns; sl++)
                     S.pidot[sl] = c0 * S.pi2[sl] + c1 * S.pi1[sl] + c2 * S.pi[sl];
             }
-            memcpy(S.pi, pi0, (size_t)ns * sizeof(double));
-            memcpy(S.Fs, Fs0, (size_t)ns * sizeof(double));
+            if (ns) {
+                memcpy(S.pi, pi0, (size_t)ns * sizeof(double));
+                memcpy(S.Fs, Fs0, (size_t)ns * sizeof(double));
+            }
             emn_form_set_time(f, t0);
             compute_signals(&S, it->z[i0], it->w[i0], S.val[0]);
             S.tval[0] = t0;
@@ -1145,9 +1159,11 @@ int emn_sim_tran(const emn_circuit *c, const emn_sim_opts *o, emn_diag *d, bool 
                 k++;
                 tnext = tstart + (double)k * tstep;
             }
-            memcpy(S.pi, save, (size_t)ns * sizeof(double));
-            memcpy(S.pidot, save + ns, (size_t)ns * sizeof(double));
-            memcpy(S.Fs, save + 2 * ns, (size_t)ns * sizeof(double));
+            if (ns) {
+                memcpy(S.pi, save, (size_t)ns * sizeof(double));
+                memcpy(S.pidot, save + ns, (size_t)ns * sizeof(double));
+                memcpy(S.Fs, save + 2 * ns, (size_t)ns * sizeof(double));
+            }
             free(save);
             if (nacc >= 2) {                    /* then the held t1 */
                 shift_values(&S, it->tpast[1]);
