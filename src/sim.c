@@ -1013,8 +1013,7 @@ int emn_sim_tran(const emn_circuit *c, const emn_sim_opts *o, emn_diag *d, bool 
     io.hmax = c->tmax > 0 ? c->tmax : fmin(c->tstep, (c->tstop - c->tstart) / 50);
     if (!(io.hmax > 0)) io.hmax = c->tstop / 50;
     io.hmin = io.hmax * 1e-11;     /* as SPICE's smallest step relative to its largest */
-    emn_integ *it = emn_integ_new(f, &io);
-    S.it = it;
+    emn_integ *it = NULL;      /* made after the operating point, whose matrices go first */
 
     double *z0 = emn_xcalloc((size_t)f->n + 1, sizeof(double));
     double *p0 = emn_xcalloc((size_t)f->n + 1, sizeof(double));
@@ -1039,6 +1038,7 @@ int emn_sim_tran(const emn_circuit *c, const emn_sim_opts *o, emn_diag *d, bool 
         status = EMN_EXIT_INVALID;
         goto done;
     }
+    it = S.it = emn_integ_new(f, &io);
     emn_form_set_time(f, 0);
     if (W.np) {
         const char *err = NULL;
@@ -1206,8 +1206,10 @@ done:
         emn_diag_error(d, EMN_NOLOC, "error writing '%s'", o->csv_path);
         status = EMN_EXIT_FAILED;
     }
-    res->st = it->st;
-    emn_integ_lu_stats(it, &res->lu_factors, &res->lu_refactors);
+    if (it) {
+        res->st = it->st;
+        emn_integ_lu_stats(it, &res->lu_factors, &res->lu_refactors);
+    }
     res->seconds = emn_now() - t_begin;
     free(pi0);
     free(Fs0);
