@@ -67,6 +67,20 @@ static int add_slot(emn_form *f, emn_lmap m)
     return f->slots.n - 1;
 }
 
+/* Expressions by node or element, most of them NULL: the array is made
+ * when the first one is set (a grid, with no mechanical part, has none). */
+static const emn_expr *ex_at(const emn_expr *const *a, int i)
+{
+    return a ? a[i] : NULL;
+}
+
+static const emn_expr *ex_set(const emn_expr ***a, int n, int i, const emn_expr *e)
+{
+    if (!e && !*a) return NULL;
+    if (!*a) *a = emn_xcalloc((size_t)n + 1, sizeof(emn_expr *));
+    return (*a)[i] = e;
+}
+
 /* Sparse accumulator for building linear maps. */
 typedef struct { struct { int *v; int n, cap; } i; struct { double *v; int n, cap; } x; } acc;
 static void acc_add(acc *a, int i, double x)
@@ -389,8 +403,6 @@ static int build_flux(emn_form *f, const egraph *eg, const emn_forest *fr, emn_d
 
     /* node maps, parents before children (BFS order by depth) */
     f->node_map = emn_xcalloc((size_t)nn + 1, sizeof(emn_lmap));
-    f->node_mech = emn_xcalloc((size_t)nn + 1, sizeof(emn_expr *));
-    f->node_mech_p = emn_xcalloc((size_t)nn + 1, sizeof(emn_expr *));
     int *order = emn_xmalloc((size_t)nn * sizeof(int) + 1), no = nn;
     int maxdepth = 0;
     for (int v = 0; v < nn; v++) if (cf.depth[v] > maxdepth) maxdepth = cf.depth[v];
@@ -405,14 +417,15 @@ static int build_flux(emn_form *f, const egraph *eg, const emn_forest *fr, emn_d
         int b = cf.parent_branch[v];
         if (b < 0) {
             if (group_coord[v] >= 0) acc_add(&mc[v], group_coord[v], 1);
-            f->node_mech[v] = f->node_mech_p[v] = NULL;
+            ex_set(&f->node_mech, nn, v, NULL);
+            ex_set(&f->node_mech_p, nn, v, NULL);
         } else {
             int p = cf.parent[v];
             double sgn = eg->from[b] == v ? +1 : -1;   /* lambda(v) = lambda(p) +- Lambda_b */
             for (int q = 0; q < mc[p].i.n; q++) acc_add(&mc[v], mc[p].i.v[q], mc[p].x.v[q]);
             for (int q = 0; q < md[p].i.n; q++) acc_add(&md[v], md[p].i.v[q], md[p].x.v[q]);
             const emn_elem *e = &c->elems.v[eg->elem[b]];
-            const emn_expr *mech = f->node_mech[p], *mechp = f->node_mech_p[p];
+            const emn_expr *mech = ex_at(f->node_mech, p), *mechp = ex_at(f->node_mech_p, p);
             if (e->kind == EMN_V) {
                 acc_add(&md[v], f->elem_src[eg->elem[b]], sgn);
             } else {                    /* coil: Lambda_b = T (x(m+) - x(m-)) */
@@ -424,8 +437,8 @@ static int build_flux(emn_form *f, const egraph *eg, const emn_forest *fr, emn_d
                 mech = mech ? emn_expr_add(ar, mech, lam) : lam;
                 mechp = mechp ? emn_expr_add(ar, mechp, lamp) : lamp;
             }
-            f->node_mech[v] = mech;
-            f->node_mech_p[v] = mechp;
+            ex_set(&f->node_mech, nn, v, mech);
+            ex_set(&f->node_mech_p, nn, v, mechp);
         }
     }
     for (int v = 0; v < nn; v++) acc_take(f->ar, &mc[v], &md[v], &f->node_map[v]);
@@ -449,15 +462,16 @@ static int build_flux(emn_form *f, const egraph *eg, const emn_forest *fr, emn_d
         emn_lmap lm;
         acc_take(f->ar, &ac, &ad, &lm);
         f->elem_branch_slot[e] = add_slot(f, lm);
-        const emn_expr *ma = f->node_mech[eg->from[b]], *mb = f->node_mech[eg->to[b]];
+        int ne = c->elems.n;
+        const emn_expr *ma = ex_at(f->node_mech, eg->from[b]), *mb = ex_at(f->node_mech, eg->to[b]);
         if (ma || mb)
-            f->elem_branch_mech[e] = emn_expr_sub(ar, ma ? ma : emn_expr_num(ar, 0),
-                                                  mb ? mb : emn_expr_num(ar, 0));
-        ma = f->node_mech_p[eg->from[b]];
-        mb = f->node_mech_p[eg->to[b]];
+            ex_set(&f->elem_branch_mech, ne, e, emn_expr_sub(ar, ma ? ma : emn_expr_num(ar, 0),
+                                                            mb ? mb : emn_expr_num(ar, 0)));
+        ma = ex_at(f->node_mech_p, eg->from[b]);
+        mb = ex_at(f->node_mech_p, eg->to[b]);
         if (ma || mb)
-            f->elem_branch_mech_p[e] = emn_expr_sub(ar, ma ? ma : emn_expr_num(ar, 0),
-                                                    mb ? mb : emn_expr_num(ar, 0));
+            ex_set(&f->elem_branch_mech_p, ne, e, emn_expr_sub(ar, ma ? ma : emn_expr_num(ar, 0),
+                                                              mb ? mb : emn_expr_num(ar, 0)));
     }
     f->ne = coords.n;
     f->coord = coords.v;
@@ -476,16 +490,16 @@ static const emn_expr *xnode_of(compose_ctx *cc, int node)
     emn_form *f = cc->f;
     const emn_circuit *c = f->c;
     if (node == 0) return emn_expr_num(f->ar, 0);
-    if (f->xnode[node]) return f->xnode[node];
+    if (ex_at(f->xnode, node)) return f->xnode[node];
     int j = c->nodes.v[node].jdef;
-    if (j < 0) return f->xnode[node] = emn_expr_var(f->ar, node);
+    if (j < 0) return ex_set(&f->xnode, c->nodes.n, node, emn_expr_var(f->ar, node));
     if (++cc->depth > c->nodes.n + 1) {     /* the front end rejects cycles; stay safe */
         cc->cycle = true;
         return emn_expr_num(f->ar, 0);
     }
     const emn_expr *e = emn_expr_subst(f->ar, c->elems.v[j].vexpr, compose_leaf, cc);
     cc->depth--;
-    return f->xnode[node] = e;
+    return ex_set(&f->xnode, c->nodes.n, node, e);
 }
 
 static const emn_expr *compose_leaf(void *ctx, const emn_expr *leaf)
@@ -550,14 +564,14 @@ static const emn_expr *rate_of(emn_arena *ar, const mapping *mp, const term_desc
  * a linkage-defined node replaced by its composed expression. */
 static const emn_expr *value_of(const emn_form *f, int e)
 {
-    return f->vexpr_c[e];
+    return ex_at(f->vexpr_c, e);
 }
 
 /* The flux a moving coil adds to a branch, with the coil's constant as a
  * number or (printing) by name. */
 static const emn_expr *branch_mech(const emn_form *f, const mapping *mp, int e)
 {
-    return mp->print && f->elem_branch_mech_p ? f->elem_branch_mech_p[e] : f->elem_branch_mech[e];
+    return ex_at(mp->print ? f->elem_branch_mech_p : f->elem_branch_mech, e);
 }
 
 /* Build L, D, P of a term in the given mapping. */
@@ -617,8 +631,8 @@ static void term_exprs(emn_form *f, emn_arena *ar, const term_desc *td, const ma
     }
     int first_mech_term = e->kind == EMN_T ? 2 : 0;
     for (int k = first_mech_term; k < e->nnodes; k++) {
-        const emn_expr *x = to_mapping(ar, mp, td, f->xnode[e->node[k]] ? f->xnode[e->node[k]]
-                                                                       : emn_expr_num(ar, 0));
+        const emn_expr *x = to_mapping(ar, mp, td, ex_at(f->xnode, e->node[k]) ? f->xnode[e->node[k]]
+                                                                              : emn_expr_num(ar, 0));
         io.xv[k] = x;
         io.xr[k] = rate_of(ar, mp, td, x);
     }
@@ -853,7 +867,7 @@ static bool describe_term(emn_form *f, int i, const int *kgroup, term_desc *td)
     }
     /* mechanical nodes this term reads */
     for (int k = 0; k < td->nbr; k++) {
-        collect_mech(f->elem_branch_mech[td->br[k]], td);
+        collect_mech(ex_at(f->elem_branch_mech, td->br[k]), td);
         collect_mech(value_of(f, td->br[k]), td);
     }
     collect_mech(value_of(f, i), td);
@@ -864,7 +878,7 @@ static bool describe_term(emn_form *f, int i, const int *kgroup, term_desc *td)
                 collect_mech(value_of(f, k), td);
     int first = e->kind == EMN_T ? 2 : 0;
     if (e->kind == EMN_M || e->kind == EMN_S || e->kind == EMN_D || e->kind == EMN_F || e->kind == EMN_T)
-        for (int k = first; k < e->nnodes; k++) collect_mech(f->xnode[e->node[k]], td);
+        for (int k = first; k < e->nnodes; k++) collect_mech(ex_at(f->xnode, e->node[k]), td);
     if (is_source(e)) td->src = f->elem_src[i];
     return true;
 }
@@ -933,7 +947,7 @@ static emn_tmpl *term_template(emn_form *f, tmpl_cache *tc, emn_arena *scratch, 
      * expressions are equal to the last bit, never by the short key */
     bool plain = true, vx = c->elems.v[td->elem].vexpr != NULL;
     for (int k = 0; k < td->nbr; k++) {
-        if (f->elem_branch_mech[td->br[k]]) plain = false;
+        if (ex_at(f->elem_branch_mech, td->br[k])) plain = false;
         if (c->elems.v[td->br[k]].vexpr) vx = true;
     }
     for (int k = 0; k < td->nmech; k++)
@@ -1516,19 +1530,15 @@ emn_form *emn_form_build(const emn_circuit *c, emn_form_kind kind, emn_diag *d)
     f->seg = emn_xcalloc(5 * (size_t)f->nsrc + 1, sizeof(double));
     for (int s = 0; s < f->nsrc; s++) f->seg[5 * s + 1] = -INFINITY;     /* empty: no time hits */
     f->elem_branch_slot = emn_xmalloc((size_t)ne * sizeof(int) + 1);
-    f->elem_branch_mech = emn_xcalloc((size_t)ne + 1, sizeof(emn_expr *));
-    f->elem_branch_mech_p = emn_xcalloc((size_t)ne + 1, sizeof(emn_expr *));
     for (int i = 0; i < ne; i++) f->elem_branch_slot[i] = -1;
 
     /* mechanical displacements, linkages composed */
-    f->xnode = emn_xcalloc((size_t)nn + 1, sizeof(emn_expr *));
     compose_ctx cc = {f, 0, false};
     for (int v = 1; v < nn; v++)
         if (c->nodes.v[v].dom == EMN_DOM_MECH) xnode_of(&cc, v);
-    f->vexpr_c = emn_xcalloc((size_t)ne + 1, sizeof(emn_expr *));
     for (int i = 0; i < ne; i++)
         if (c->elems.v[i].vexpr && c->elems.v[i].kind != EMN_J)
-            f->vexpr_c[i] = emn_expr_subst(f->ar, c->elems.v[i].vexpr, compose_leaf, &cc);
+            ex_set(&f->vexpr_c, ne, i, emn_expr_subst(f->ar, c->elems.v[i].vexpr, compose_leaf, &cc));
 
     /* electrical topology */
     egraph eg;
@@ -2209,7 +2219,7 @@ int emn_form_rates_scaled(emn_form *f, const double *z, const double *w, double 
 
 const emn_expr *emn_form_xnode(const emn_form *f, int node)
 {
-    return node == 0 || !f->xnode[node] ? emn_expr_num(f->ar, 0) : f->xnode[node];
+    return node == 0 || !ex_at(f->xnode, node) ? emn_expr_num(f->ar, 0) : f->xnode[node];
 }
 
 int emn_form_count(const emn_circuit *c, emn_form_kind kind, int *ne, int *nm)

@@ -112,7 +112,8 @@ typedef struct emn_form {
                                           netlist node variables, or NULL */
     const emn_expr **elem_branch_mech_p; /* the same with coils named, for printing */
 
-    /* mechanical */
+    /* mechanical (each array of expressions by node or element, here and
+     * below, is NULL if all its entries would be) */
     int *node_coord;    /* node -> coordinate index (free mechanical or node group), or -1 */
     const emn_expr **xnode; /* node -> displacement in netlist node vars of free nodes (J composed) */
     const emn_expr **vexpr_c; /* element -> its x-dependent value with linkages composed, or NULL */

@@ -491,7 +491,7 @@ static void sim_init(sim *S, const emn_circuit *c, emn_form *f, bool want_prints
         if (!S->charge && f->node_mech && f->node_mech[v]) xrate_set(S->ar, &S->nmech, S->nn, v, f->node_mech[v]);
     }
     for (int e = 0; e < S->ne; e++)
-        if (f->elem_branch_mech[e]) xrate_set(S->ar, &S->bmech, S->ne, e, f->elem_branch_mech[e]);
+        if (f->elem_branch_mech && f->elem_branch_mech[e]) xrate_set(S->ar, &S->bmech, S->ne, e, f->elem_branch_mech[e]);
 
     sigvec sg = {0};
     if (want_prints) for (int k = 0; k < c->prints.n; k++) EMN_PUSH(sg, c->prints.v[k]);
