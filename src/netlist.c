@@ -186,6 +186,7 @@ struct emn_build {
     emn_circuit *c;
     emn_arena *ar;              /* the model's arena (expressions, names) */
     emn_arena *tmp;             /* cards and fields: freed after building */
+    emn_arena *shown;           /* the names messages show: freed after reading */
     /* the card being parsed */
     emn_loc cur_loc;
     emn_flist cur;
@@ -1266,8 +1267,8 @@ static void add_element(emn_build *b, const inst *in, const card *k, int kind)
     emn_circuit *c = b->c;
     const char *lname = lower_tmp(b, k->loc);
     char *full = full_elem_name(in, lname);
-    const char *disp = in->path ? emn_arena_strdup(b->ar, full)
-                                : emn_arena_strndup(b->ar, emn_build_text(k->loc), (size_t)k->loc.len);
+    const char *disp = in->path ? emn_arena_strdup(b->shown, full)
+                                : emn_arena_strndup(b->shown, emn_build_text(k->loc), (size_t)k->loc.len);
     int dup = map_find(&b->elems, full, strlen(full));
     if (dup >= 0) {
         error(b, k->loc, "duplicate element name %s", disp);
@@ -2096,7 +2097,7 @@ static emn_circuit *read_netlist(const char *path, const char *text, long len, e
     c->arena = emn_arena_new();
     c->path = emn_arena_strdup(c->arena, path);
     emn_netlist_default_options(&c->opt);
-    emn_build b = {.d = d, .c = c, .ar = c->arena, .tmp = emn_arena_new()};
+    emn_build b = {.d = d, .c = c, .ar = c->arena, .tmp = emn_arena_new(), .shown = emn_arena_new()};
     b.max_nodes = limit_from_env("EMNET_MAX_NODES", EMN_MAX_NODES);
     b.max_cards = limit_from_env("EMNET_MAX_ELEMENTS", EMN_MAX_CARDS);
     b.top_inst = (inst){NULL, NULL, NULL, &b.global, 0};
@@ -2131,6 +2132,7 @@ static emn_circuit *read_netlist(const char *path, const char *text, long len, e
     free(b.depth.key);
     free(b.depth.val);
     emn_arena_free(&b.tmp);
+    emn_arena_free(&b.shown);
     if (d->nerrors != errs) emn_netlist_free(&c);
     return c;
 }
