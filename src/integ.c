@@ -56,13 +56,14 @@ static void set_tolerances(emn_integ *it)
 
 static void mech_tolerances(emn_integ *it)
 {
-    int n = it->n;
+    int ne = it->f->ne, nm = it->n - ne;
     double k = 1e-3 * it->o.reltol;
-    for (int j = it->f->ne; j < n; j++) {
+    for (int j = ne; j < it->n; j++) {
+        const double *pk = it->peak + (j - ne);
         it->tol_zy[j] = 1e-30;
-        it->tol_zd[j] = k * it->peak[2 * n + j] + 1e-30;
-        it->tol_py[j] = k * it->peak[n + j] + 1e-30;
-        it->tol_pd[j] = k * it->peak[3 * n + j] + 1e-30;
+        it->tol_zd[j] = k * pk[2 * nm] + 1e-30;
+        it->tol_py[j] = k * pk[nm] + 1e-30;
+        it->tol_pd[j] = k * pk[3 * nm] + 1e-30;
     }
 }
 
@@ -89,7 +90,7 @@ emn_integ *emn_integ_new(emn_form *f, const emn_integ_opts *o)
     it->w_right = emn_xcalloc(sz, sizeof(double));
     it->F_right = emn_xcalloc(sz, sizeof(double));
     it->hp = emn_xcalloc(sz, sizeof(double));
-    it->peak = emn_xcalloc(4 * sz, sizeof(double));
+    it->peak = emn_xcalloc(4 * ((size_t)(n - f->ne) + 1), sizeof(double));
     it->zused = emn_xcalloc(sz, sizeof(bool));
     emn_form_z_used(f, it->zused);
     it->src_next = emn_xcalloc((size_t)f->nsrc + 1, sizeof(double));
@@ -657,12 +658,13 @@ static void rotate(emn_integ *it)
  * electrical tolerances do not use them). */
 static void mech_peaks(emn_integ *it)
 {
-    int n = it->n;
-    for (int j = it->f->ne; j < n; j++) {
-        if (fabs(it->z[0][j]) > it->peak[j]) it->peak[j] = fabs(it->z[0][j]);
-        if (fabs(it->p[0][j]) > it->peak[n + j]) it->peak[n + j] = fabs(it->p[0][j]);
-        if (fabs(it->w[0][j]) > it->peak[2 * n + j]) it->peak[2 * n + j] = fabs(it->w[0][j]);
-        if (fabs(it->F[0][j]) > it->peak[3 * n + j]) it->peak[3 * n + j] = fabs(it->F[0][j]);
+    int ne = it->f->ne, nm = it->n - ne;
+    for (int j = ne; j < it->n; j++) {
+        double *pk = it->peak + (j - ne);
+        pk[0] = fmax(pk[0], fabs(it->z[0][j]));
+        pk[nm] = fmax(pk[nm], fabs(it->p[0][j]));
+        pk[2 * nm] = fmax(pk[2 * nm], fabs(it->w[0][j]));
+        pk[3 * nm] = fmax(pk[3 * nm], fabs(it->F[0][j]));
     }
     mech_tolerances(it);
 }
@@ -764,7 +766,7 @@ int emn_integ_start(emn_integ *it, double t0, const double *z0, const double *p0
     it->h = it->hprev = 0;
     for (int s = 0; s < f->nsrc; s++) it->src_next[s] = -INFINITY;
     it->next_bp = next_break(it, t0);
-    memset(it->peak, 0, 4 * (size_t)n * sizeof(double));
+    memset(it->peak, 0, 4 * (size_t)(n - f->ne) * sizeof(double));
     mech_peaks(it);
     return 0;
 }

@@ -80,7 +80,8 @@ typedef struct emn_integ {
      * at the last accepted one */
     int *vs_ptr, *vs_slot;
     double *vs_try, *vs_acc;
-    double *peak;           /* running max |z|, |p| per coordinate, for mechanical tolerances */
+    double *peak;           /* running max |z|, |p|, |w|, |F| of the mechanical
+                               coordinates (four runs of n - ne), for their tolerances */
     double *src_next;       /* per source, its next breakpoint after the last asked for */
     double *w_abs, *res_abs;    /* absolute tolerances of each velocity and residual */
     double *tol_zy, *tol_zd, *tol_py, *tol_pd;  /* of z, p and their rates (set_tolerances) */
