@@ -217,8 +217,10 @@ struct emn_lu {
     double *Lx;                 /* L below the diagonal, in pat's columns */
     long pat_id;                /* the owner's: analyses made; others: the one Lx is laid out for */
     double *dinv;               /* n: 1 / D, a multiply per solve, not a divide */
-    double *work;               /* n, for the solve */
-    double *topbuf;             /* the halves' updates of the top (see ldl_pattern) */
+    /* the owner's, for the solves of all that share its analysis (one
+     * solve at a time): n numbers, and the halves' updates of the top
+     * (see ldl_pattern) */
+    double *work, *topbuf;
     bool use_ldl;               /* the valid factorization is Lx, not num */
     bool ldl_failed;            /* not positive definite once: KLU from then on */
     emn_lu_stats stats;
@@ -802,16 +804,16 @@ static int factor_ldl(emn_lu *lu, const emn_sparse *A)
     if (lu != o && lu->pat_id != o->pat_id) {   /* laid out for an analysis since replaced */
         free(lu->Lx);
         free(lu->dinv);
-        free(lu->work);
-        free(lu->topbuf);
-        lu->Lx = lu->dinv = lu->work = lu->topbuf = NULL;
+        lu->Lx = lu->dinv = NULL;
         lu->pat_id = o->pat_id;
     }
     if (!lu->Lx) {
         lu->Lx = emn_xmalloc(((size_t)pat->Lp[n] + 1) * sizeof(double));
         lu->dinv = emn_xmalloc(((size_t)n + 1) * sizeof(double));
-        lu->work = emn_xmalloc(((size_t)n + 1) * sizeof(double));
-        if (t0 > 0) lu->topbuf = emn_xmalloc(2 * (size_t)(n - t0) * sizeof(double));
+    }
+    if (!o->work) {
+        o->work = emn_xmalloc(((size_t)n + 1) * sizeof(double));
+        if (t0 > 0) o->topbuf = emn_xmalloc(2 * (size_t)(n - t0) * sizeof(double));
     }
     if (lu->use_ldl) lu->use_ldl = lu->valid = false;   /* refactored in place */
     lu->stats.ldl++;
@@ -859,7 +861,7 @@ static void backward_cols(const ldl_pattern *pat, const double *Lx, const double
 typedef struct halves {
     const ldl_pattern *pat;
     const emn_lu *lu;
-    double *y;
+    double *y, *topbuf;
 } halves;
 
 /* One half's forward pass: its own rows in place, the top's into its
@@ -871,7 +873,7 @@ static void forward_half(void *arg, int h)
     const int *Lp = pat->Lp, *Li = pat->Li, *split = pat->split;
     const double *Lx = H->lu->Lx;
     int t0 = pat->t0, ntop = pat->n - t0;
-    double *y = H->y, *top = H->lu->topbuf + (size_t)h * ntop;
+    double *y = H->y, *top = H->topbuf + (size_t)h * ntop;
     memset(top, 0, (size_t)ntop * sizeof *top);
     for (int j = h ? pat->n0 : 0, hi = h ? t0 : pat->n0; j < hi; j++) {
         double yj = y[j];
@@ -899,14 +901,14 @@ static void solve_ldl(emn_lu *lu, double *b)
     const emn_lu *o = lu->share ? lu->share : lu;
     const ldl_pattern *pat = o->pat;
     const int *P = pat->perm;
-    double *y = lu->work;
+    double *y = o->work;
     int n = lu->n, t0 = pat->t0;
     for (int k = 0; k < n; k++) y[k] = b[P[k]];
     if (t0 > 0) {
-        halves H = {pat, lu, y};
+        halves H = {pat, lu, y, o->topbuf};
         lu->stats.halves++;
         emn_par_two(forward_half, &H);
-        const double *top0 = lu->topbuf, *top1 = lu->topbuf + (n - t0);
+        const double *top0 = o->topbuf, *top1 = o->topbuf + (n - t0);
         for (int i = 0; i < n - t0; i++) y[t0 + i] = (y[t0 + i] + top0[i]) + top1[i];
         forward_cols(pat, lu->Lx, y, t0, n);
         backward_cols(pat, lu->Lx, lu->dinv, y, t0, n);

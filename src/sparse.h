@@ -70,7 +70,9 @@ emn_lu *emn_lu_new(void);
  * different values, such as the Newton matrices of several step sizes.
  * owner must outlive it and keep that pattern while it is used.  It keeps
  * no copy of the values, so emn_lu_factor always factors them (the
- * other LUs skip a matrix equal to the one they hold). */
+ * other LUs skip a matrix equal to the one they hold).  The LUs that
+ * share an analysis also share the solve's workspace: one solves at a
+ * time. */
 emn_lu *emn_lu_new_sharing(emn_lu *owner);
 /*
  * Factor A (analyzing its pattern on first use).  Returns 0 on success, or
