@@ -97,21 +97,27 @@ static void acc_add(acc *a, int i, double x)
  * bookkeeping than the few numbers they hold. */
 static void lmap_alloc(emn_arena *ar, emn_lmap *m, int nc, int nd)
 {
-    char *p = emn_arena_alloc(ar, (size_t)(nc + nd) * (sizeof(double) + sizeof(int)));
-    m->nc = m->nd = 0;
-    m->c = (double *)p;
-    m->d = m->c + nc;
-    m->ci = (int *)(m->d + nd);
-    m->di = m->ci + nc;
+    m->c = emn_arena_alloc(ar, (size_t)(nc + nd) * (sizeof(double) + sizeof(int)));
+    m->nc = nc;
+    m->nd = nd;
+}
+
+static int nonzeros(const acc *a)
+{
+    int n = 0;
+    for (int k = 0; a && k < a->i.n; k++) n += a->x.v[k] != 0;
+    return n;
 }
 
 static void acc_to_map(emn_arena *ar, const acc *ac, const acc *ad, emn_lmap *m)
 {
-    lmap_alloc(ar, m, ac ? ac->i.n : 0, ad ? ad->i.n : 0);
+    lmap_alloc(ar, m, nonzeros(ac), nonzeros(ad));
+    double *c = m->c, *d = emn_lmap_d(m);
+    int *ci = emn_lmap_ci(m), *di = emn_lmap_di(m), nc = 0, nd = 0;
     for (int k = 0; ac && k < ac->i.n; k++)
-        if (ac->x.v[k] != 0) { m->ci[m->nc] = ac->i.v[k]; m->c[m->nc++] = ac->x.v[k]; }
+        if (ac->x.v[k] != 0) { ci[nc] = ac->i.v[k]; c[nc++] = ac->x.v[k]; }
     for (int k = 0; ad && k < ad->i.n; k++)
-        if (ad->x.v[k] != 0) { m->di[m->nd] = ad->i.v[k]; m->d[m->nd++] = ad->x.v[k]; }
+        if (ad->x.v[k] != 0) { di[nd] = ad->i.v[k]; d[nd++] = ad->x.v[k]; }
 }
 
 static void acc_free(acc *a)
@@ -455,10 +461,10 @@ static int build_flux(emn_form *f, const egraph *eg, const emn_forest *fr, emn_d
         int e = eg->elem[b];
         const emn_lmap *a = &f->node_map[eg->from[b]], *m = &f->node_map[eg->to[b]];
         acc ac = {0}, ad = {0};
-        for (int q = 0; q < a->nc; q++) acc_add(&ac, a->ci[q], a->c[q]);
-        for (int q = 0; q < m->nc; q++) acc_add(&ac, m->ci[q], -m->c[q]);
-        for (int q = 0; q < a->nd; q++) acc_add(&ad, a->di[q], a->d[q]);
-        for (int q = 0; q < m->nd; q++) acc_add(&ad, m->di[q], -m->d[q]);
+        for (int q = 0; q < a->nc; q++) acc_add(&ac, emn_lmap_ci(a)[q], a->c[q]);
+        for (int q = 0; q < m->nc; q++) acc_add(&ac, emn_lmap_ci(m)[q], -m->c[q]);
+        for (int q = 0; q < a->nd; q++) acc_add(&ad, emn_lmap_di(a)[q], emn_lmap_d(a)[q]);
+        for (int q = 0; q < m->nd; q++) acc_add(&ad, emn_lmap_di(m)[q], -emn_lmap_d(m)[q]);
         emn_lmap lm;
         acc_take(f->ar, &ac, &ad, &lm);
         f->elem_branch_slot[e] = add_slot(f, lm);
@@ -811,8 +817,8 @@ static int unit_slot(emn_form *f, int coord, int s)
 {
     emn_lmap m;
     lmap_alloc(f->ar, &m, coord >= 0, s >= 0);
-    if (coord >= 0) { m.nc = 1; m.ci[0] = coord; m.c[0] = 1; }
-    if (s >= 0) { m.nd = 1; m.di[0] = s; m.d[0] = 1; }
+    if (coord >= 0) { emn_lmap_ci(&m)[0] = coord; m.c[0] = 1; }
+    if (s >= 0) { emn_lmap_di(&m)[0] = s; emn_lmap_d(&m)[0] = 1; }
     return add_slot(f, m);
 }
 
@@ -1004,14 +1010,16 @@ static emn_tmpl *term_template(emn_form *f, tmpl_cache *tc, emn_arena *scratch, 
 static inline void slot_state(const emn_form *f, const emn_lmap *s, const double *z, const double *w, double *pv,
                               double *pu)
 {
+    const double *c = s->c, *d = emn_lmap_d(s);
+    const int *ci = emn_lmap_ci(s), *di = emn_lmap_di(s);
     double v = 0, u = 0;
     for (int q = 0; q < s->nc; q++) {
-        v += s->c[q] * z[s->ci[q]];
-        u += s->c[q] * w[s->ci[q]];
+        v += c[q] * z[ci[q]];
+        u += c[q] * w[ci[q]];
     }
     for (int q = 0; q < s->nd; q++) {
-        v += s->d[q] * f->S[s->di[q]];
-        u += s->d[q] * f->s[s->di[q]];
+        v += d[q] * f->S[di[q]];
+        u += d[q] * f->s[di[q]];
     }
     *pv = v;
     *pu = u;
@@ -1126,8 +1134,8 @@ double emn_form_slot_value(const emn_form *f, int sl, const double *z)
 {
     const emn_lmap *s = &f->slots.v[sl];
     double v = 0;
-    for (int q = 0; q < s->nc; q++) v += s->c[q] * z[s->ci[q]];
-    for (int q = 0; q < s->nd; q++) v += s->d[q] * f->S[s->di[q]];
+    for (int q = 0; q < s->nc; q++) v += s->c[q] * z[emn_lmap_ci(s)[q]];
+    for (int q = 0; q < s->nd; q++) v += emn_lmap_d(s)[q] * f->S[emn_lmap_di(s)[q]];
     return v;
 }
 
@@ -1135,8 +1143,8 @@ double emn_form_slot_rate(const emn_form *f, int sl, const double *w)
 {
     const emn_lmap *s = &f->slots.v[sl];
     double u = 0;
-    for (int q = 0; q < s->nc; q++) u += s->c[q] * w[s->ci[q]];
-    for (int q = 0; q < s->nd; q++) u += s->d[q] * f->s[s->di[q]];
+    for (int q = 0; q < s->nc; q++) u += s->c[q] * w[emn_lmap_ci(s)[q]];
+    for (int q = 0; q < s->nd; q++) u += emn_lmap_d(s)[q] * f->s[emn_lmap_di(s)[q]];
     return u;
 }
 
@@ -1158,8 +1166,8 @@ static void stamp_linear(emn_form *f, emn_term *tm, tcouplings *tc)
         const emn_lmap *sa = &f->slots.v[tm->slot[a]];
         double p0 = emn_expr_eval(t->p[a], loc), F0 = emn_expr_eval(t->F[a], loc);
         for (int q = 0; q < sa->nc; q++) {
-            f->p0[sa->ci[q]] += sa->c[q] * p0;
-            f->f0[sa->ci[q]] += sa->c[q] * F0;
+            f->p0[emn_lmap_ci(sa)[q]] += sa->c[q] * p0;
+            f->f0[emn_lmap_ci(sa)[q]] += sa->c[q] * F0;
         }
         for (int b = 0; b < m; b++) {
             const emn_lmap *sb = &f->slots.v[tm->slot[b]];
@@ -1184,7 +1192,7 @@ static int *bucket_couplings(const emn_form *f, const tcouplings *tc, bool sourc
     for (int r = 0; r < tc->n; r++) {
         const emn_lmap *sb = &f->slots.v[tc->v[r].sb];
         int cnt = sources ? sb->nd : sb->nc;
-        for (int q = 0; q < cnt; q++) start[(sources ? sb->di[q] : sb->ci[q]) + 1]++;
+        for (int q = 0; q < cnt; q++) start[(sources ? emn_lmap_di(sb)[q] : emn_lmap_ci(sb)[q]) + 1]++;
     }
     for (int k = 0; k < nb; k++) start[k + 1] += start[k];
     *er = emn_xmalloc((size_t)start[nb] * sizeof(int) + 1);
@@ -1195,7 +1203,7 @@ static int *bucket_couplings(const emn_form *f, const tcouplings *tc, bool sourc
         const emn_lmap *sb = &f->slots.v[tc->v[r].sb];
         int cnt = sources ? sb->nd : sb->nc;
         for (int q = 0; q < cnt; q++) {
-            int e = fill[sources ? sb->di[q] : sb->ci[q]]++;
+            int e = fill[sources ? emn_lmap_di(sb)[q] : emn_lmap_ci(sb)[q]]++;
             (*er)[e] = r;
             (*eq)[e] = q;
         }
@@ -1275,7 +1283,7 @@ static void stamp_matrices(emn_form *f, const tcouplings *tc)
             double cb = f->slots.v[t->sb].c[eq[e]];
             for (int qa = 0; qa < sa->nc; qa++) {
                 double cc = sa->c[qa] * cb;
-                double *b = buf + pos[sa->ci[qa]];
+                double *b = buf + pos[emn_lmap_ci(sa)[qa]];
                 for (int q = 0; q < 4; q++)
                     if (t->d[q] != 0) b[q * (maxc + 1)] += cc * t->d[q];
             }
@@ -1362,11 +1370,11 @@ static void time_couplings(emn_form *f, const tcouplings *tc)
                 for (int e = start[src]; e < start[src + 1]; e++) {
                     const tcoupling *t = &tc->v[er[e]];
                     const emn_lmap *sa = &f->slots.v[t->sa], *sb = &f->slots.v[t->sb];
-                    double db = sb->d[eq[e]], dv = t->d[di];
+                    double db = emn_lmap_d(sb)[eq[e]], dv = t->d[di];
                     for (int qa = 0; qa < sa->nc; qa++) {
                         double v = sa->c[qa] * db * dv;
                         if (v == 0) continue;
-                        int j = sa->ci[qa];
+                        int j = emn_lmap_ci(sa)[qa];
                         if (at[j] >= first) {
                             val.v[at[j]] += v;
                         } else {
@@ -1419,7 +1427,7 @@ static void build_pattern(emn_form *f)
             for (int a = 0; a < tm->m; a++) {
                 const emn_lmap *sa = &f->slots.v[tm->slot[a]];
                 for (int q = 0; q < sa->nc; q++) {
-                    int j = sa->ci[q];
+                    int j = emn_lmap_ci(sa)[q];
                     if (last[j] == i) continue;
                     last[j] = i;
                     if (pass) tl[pos[j]++] = i;
@@ -1450,7 +1458,7 @@ static void build_pattern(emn_form *f)
             for (int a = 0; a < tm->m; a++) {
                 const emn_lmap *sa = &f->slots.v[tm->slot[a]];
                 for (int q = 0; q < sa->nc; q++) {
-                    int r = sa->ci[q];
+                    int r = emn_lmap_ci(sa)[q];
                     if (last[r] == col) continue;
                     last[r] = col;
                     EMN_PUSH(Ai, r);
@@ -1482,7 +1490,7 @@ static int check_storage(emn_form *f, emn_diag *d)
             continue;
         for (int a = 0; a < tm->m; a++) {
             const emn_lmap *s = &f->slots.v[tm->slot[a]];
-            for (int q = 0; q < s->nc; q++) has[s->ci[q]] = true;
+            for (int q = 0; q < s->nc; q++) has[emn_lmap_ci(s)[q]] = true;
         }
     }
     int status = 0;
@@ -1641,7 +1649,7 @@ emn_form *emn_form_build(const emn_circuit *c, emn_form_kind kind, emn_diag *d)
                     const emn_lmap *sb = &f->slots.v[tm->slot[b]];
                     for (int qa = 0; qa < sa->nc; qa++)
                         for (int qb = 0; qb < sb->nc; qb++)
-                            tm->jh[cnt++] = emn_sparse_find(&f->J, sa->ci[qa], sb->ci[qb]);
+                            tm->jh[cnt++] = emn_sparse_find(&f->J, emn_lmap_ci(sa)[qa], emn_lmap_ci(sb)[qb]);
                 }
             }
         }
@@ -1677,13 +1685,13 @@ emn_form *emn_form_build(const emn_circuit *c, emn_form_kind kind, emn_diag *d)
     for (int sl = 0; sl < f->slots.n; sl++) {
         const emn_lmap *m = &f->slots.v[sl];
         if (m->nc == 0 && m->nd == 1) continue;       /* a source's own slot */
-        for (int q = 0; q < m->nd; q++) f->need_int[m->di[q]] = true;
+        for (int q = 0; q < m->nd; q++) f->need_int[emn_lmap_di(m)[q]] = true;
     }
     for (int i = 0; i < f->nnonlinear; i++) {
         const emn_term *tm = &f->terms.v[f->nonlinear[i]];
         for (int a = 0; a < tm->m; a++) {
             const emn_lmap *m = &f->slots.v[tm->slot[a]];
-            for (int q = 0; q < m->nd; q++) f->need_int[m->di[q]] = true;
+            for (int q = 0; q < m->nd; q++) f->need_int[emn_lmap_di(m)[q]] = true;
         }
     }
     return f;
@@ -1918,10 +1926,12 @@ int emn_form_eval(emn_form *f, const double *z, const double *w, double *p, doub
                     return 1;
                 }
                 const emn_lmap *s = &f->slots.v[tm->slot[a]];
+                const double *c = s->c;
+                const int *ci = emn_lmap_ci(s);
                 for (int q = 0; q < s->nc; q++) {
-                    p[s->ci[q]] += s->c[q] * pa;
-                    F[s->ci[q]] += s->c[q] * Fa;
-                    if (scale) scale[s->ci[q]] += fabs(s->c[q]) * (fabs(pa) + fabs(Fa));
+                    p[ci[q]] += c[q] * pa;
+                    F[ci[q]] += c[q] * Fa;
+                    if (scale) scale[ci[q]] += fabs(c[q]) * (fabs(pa) + fabs(Fa));
                 }
             }
         }
@@ -2006,7 +2016,7 @@ void emn_form_z_used(const emn_form *f, bool *used)
         for (int a = 0; a < tm->m; a++) {
             if (!reads_value(tm->tmpl, a)) continue;
             const emn_lmap *m = &f->slots.v[tm->slot[a]];
-            for (int q = 0; q < m->nc; q++) used[m->ci[q]] = true;
+            for (int q = 0; q < m->nc; q++) used[emn_lmap_ci(m)[q]] = true;
         }
     }
 }
@@ -2026,7 +2036,7 @@ void emn_form_inertia(const emn_form *f, bool *has)
             for (int b = 0; b < tm->m && !reads; b++) reads = emn_expr_depends(t->p[a], tm->m + b);
             if (!reads) continue;
             const emn_lmap *m = &f->slots.v[tm->slot[a]];
-            for (int q = 0; q < m->nc; q++) has[m->ci[q]] = true;
+            for (int q = 0; q < m->nc; q++) has[emn_lmap_ci(m)[q]] = true;
         }
     }
 }
@@ -2060,7 +2070,7 @@ void emn_form_value_slots(const emn_form *f, int *ptr, int **sl)
             for (int a = 0; a < tm->m; a++) {
                 const emn_lmap *m = &f->slots.v[tm->slot[a]];
                 for (int q = 0; q < m->nc; q++) {
-                    int j = m->ci[q];
+                    int j = emn_lmap_ci(m)[q];
                     if (pass == 0 && r == READS_OTHER) other[j] = true;
                     else if (r == READS_BRANCH) {
                         if (pass == 0) cnt[j]++;
@@ -2156,8 +2166,8 @@ int emn_form_derivatives(emn_form *f, const double *z, const double *w, double *
 static double slot_rate(const emn_form *f, const emn_lmap *s, const double *w)
 {
     double u = 0;
-    for (int q = 0; q < s->nc; q++) u += s->c[q] * w[s->ci[q]];
-    for (int q = 0; q < s->nd; q++) u += s->d[q] * f->s[s->di[q]];
+    for (int q = 0; q < s->nc; q++) u += s->c[q] * w[emn_lmap_ci(s)[q]];
+    for (int q = 0; q < s->nd; q++) u += emn_lmap_d(s)[q] * f->s[emn_lmap_di(s)[q]];
     return u;
 }
 
@@ -2196,10 +2206,12 @@ int emn_form_rates_scaled(emn_form *f, const double *z, const double *w, double 
             if (!isfinite(rp) || !isfinite(rF)) return 1;
             if (slot_dp) slot_dp[tm->slot[ai]] += rp;
             if (tm->linear) continue;
+            const double *c = sa->c;
+            const int *ci = emn_lmap_ci(sa);
             for (int q = 0; q < sa->nc; q++) {
-                dp[sa->ci[q]] += sa->c[q] * rp;
-                dF[sa->ci[q]] += sa->c[q] * rF;
-                if (dFscale) dFscale[sa->ci[q]] += fabs(sa->c[q]) * rFs;
+                dp[ci[q]] += c[q] * rp;
+                dF[ci[q]] += c[q] * rF;
+                if (dFscale) dFscale[ci[q]] += fabs(c[q]) * rFs;
             }
         }
     }
@@ -2277,10 +2289,11 @@ static const emn_expr *lmap_expr(emn_arena *ar, const emn_form *f, const emn_lma
     const emn_expr *e = emn_expr_num(ar, 0);
     for (int q = 0; q < s->nc; q++)
         e = emn_expr_add(ar, e, emn_expr_mul(ar, emn_expr_num(ar, s->c[q]),
-                                             emn_expr_var(ar, s->ci[q] + (rate ? f->n : 0))));
-    for (int q = 0; q < s->nd; q++)
-        e = emn_expr_add(ar, e, emn_expr_mul(ar, emn_expr_num(ar, s->d[q]),
-                                             emn_expr_var(ar, 2 * f->n + s->di[q] + (rate ? f->nsrc : 0))));
+                                             emn_expr_var(ar, emn_lmap_ci(s)[q] + (rate ? f->n : 0))));
+    for (int q = 0; q < s->nd; q++) {
+        int v = 2 * f->n + emn_lmap_di(s)[q] + (rate ? f->nsrc : 0);
+        e = emn_expr_add(ar, e, emn_expr_mul(ar, emn_expr_num(ar, emn_lmap_d(s)[q]), emn_expr_var(ar, v)));
+    }
     return e;
 }
 
@@ -2353,12 +2366,12 @@ void emn_form_print(const emn_form *f, FILE *out)
             for (int a = 0; a < m; a++) {
                 const emn_lmap *s = &f->slots.v[tm->slot[a]];
                 for (int q = 0; q < s->nc; q++) {
-                    int j = s->ci[q];
+                    int j = emn_lmap_ci(s)[q];
                     bool seen = false;       /* once per coordinate and term */
                     for (int a2 = 0; a2 < a && !seen; a2++)
                         for (int q2 = 0; q2 < f->slots.v[tm->slot[a2]].nc; q2++)
-                            if (f->slots.v[tm->slot[a2]].ci[q2] == j) seen = true;
-                    for (int q2 = 0; q2 < q && !seen; q2++) if (s->ci[q2] == j) seen = true;
+                            if (emn_lmap_ci(&f->slots.v[tm->slot[a2]])[q2] == j) seen = true;
+                    for (int q2 = 0; q2 < q && !seen; q2++) if (emn_lmap_ci(s)[q2] == j) seen = true;
                     if (!seen) append_term(&Q[j], emn_expr_diff(ar, pp, f->n + j), &Qfirst[j], f);
                 }
             }

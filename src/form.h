@@ -53,12 +53,18 @@ typedef struct emn_coord {
     const char *name;   /* printed name: q1, lambda(out), x(cone) */
 } emn_coord;
 
-/* A linear map: value = sum c[k] * z[ci[k]] + sum d[k] * S[di[k]]. */
+/* A linear map: value = sum c[k] * z[ci[k]] + sum d[k] * S[di[k]].  Its
+ * numbers lie in one block from c: the nc coefficients c, the nd
+ * coefficients d, then the indices ci and di (a grid has a map per
+ * branch and per node: four pointers each would be most of its size). */
 typedef struct emn_lmap {
     int nc, nd;
-    int *ci, *di;
-    double *c, *d;
+    double *c;
 } emn_lmap;
+
+static inline double *emn_lmap_d(const emn_lmap *m) { return m->c + m->nc; }
+static inline int *emn_lmap_ci(const emn_lmap *m) { return (int *)(m->c + m->nc + m->nd); }
+static inline int *emn_lmap_di(const emn_lmap *m) { return emn_lmap_ci(m) + m->nc; }
 
 typedef struct emn_tmpl emn_tmpl;   /* a term's expressions and their tapes */
 

@@ -273,8 +273,8 @@ static double node_voltage(const sim *S, int v, const double *w)
     if (S->charge) return S->ndv[v];
     const emn_lmap *m = &S->f->node_map[v];
     double r = 0;
-    for (int q = 0; q < m->nc; q++) r += m->c[q] * w[m->ci[q]];
-    for (int q = 0; q < m->nd; q++) r += m->d[q] * S->f->s[m->di[q]];
+    for (int q = 0; q < m->nc; q++) r += m->c[q] * w[emn_lmap_ci(m)[q]];
+    for (int q = 0; q < m->nd; q++) r += emn_lmap_d(m)[q] * S->f->s[emn_lmap_di(m)[q]];
     return r + xrate_rate(xrate_at(S->nmech, v), S->nx, S->nu);
 }
 
@@ -653,20 +653,22 @@ static int initial_state(sim *S, const double *zop, const double *wop, double *z
         emn_sparse_init(&N, f->ne);
         for (int r = 0; r < rows.n; r++) {
             const emn_lmap *m = &f->slots.v[rows.v[r]];
+            const int *ci = emn_lmap_ci(m);
             for (int a = 0; a < m->nc; a++)
                 for (int b = 0; b < m->nc; b++)
-                    if (m->ci[a] < f->ne && m->ci[b] < f->ne) emn_sparse_reserve(&N, m->ci[a], m->ci[b]);
+                    if (ci[a] < f->ne && ci[b] < f->ne) emn_sparse_reserve(&N, ci[a], ci[b]);
         }
         emn_sparse_finalize(&N);
         double *rhs = emn_xcalloc((size_t)f->ne + 1, sizeof(double));
         for (int r = 0; r < rows.n; r++) {
             const emn_lmap *m = &f->slots.v[rows.v[r]];
+            const int *ci = emn_lmap_ci(m);
             double b = target.v[r];     /* source integrals are zero at t = 0 */
             for (int a = 0; a < m->nc; a++) {
-                if (m->ci[a] >= f->ne) continue;
-                rhs[m->ci[a]] += m->c[a] * b;
+                if (ci[a] >= f->ne) continue;
+                rhs[ci[a]] += m->c[a] * b;
                 for (int q = 0; q < m->nc; q++)
-                    if (m->ci[q] < f->ne) N.Ax[emn_sparse_find(&N, m->ci[a], m->ci[q])] += m->c[a] * m->c[q];
+                    if (ci[q] < f->ne) N.Ax[emn_sparse_find(&N, ci[a], ci[q])] += m->c[a] * m->c[q];
             }
         }
         double big = 0;
@@ -709,7 +711,7 @@ static int initial_state(sim *S, const double *zop, const double *wop, double *z
         } else {                        /* from rest: only the sources move */
             const emn_lmap *m = &f->slots.v[sl];
             double u = 0;
-            for (int q = 0; q < m->nd; q++) u += m->d[q] * f->s[m->di[q]];
+            for (int q = 0; q < m->nd; q++) u += emn_lmap_d(m)[q] * f->s[emn_lmap_di(m)[q]];
             u0[sl] = u;
         }
     }
@@ -719,7 +721,8 @@ static int initial_state(sim *S, const double *zop, const double *wop, double *z
         if (c->nodes.v[ic->node].dom != EMN_DOM_MECH || ic->kind != EMN_IC_V || j < 0) continue;
         for (int sl = 0; sl < ns; sl++) {
             const emn_lmap *m = &f->slots.v[sl];
-            if (m->nc == 1 && m->nd == 0 && m->ci[0] == j && f->coord[j].kind == EMN_COORD_MECH) u0[sl] = ic->value;
+            if (m->nc == 1 && m->nd == 0 && emn_lmap_ci(m)[0] == j && f->coord[j].kind == EMN_COORD_MECH)
+                u0[sl] = ic->value;
         }
     }
     for (int e = 0; e < c->elems.n; e++) {
@@ -754,7 +757,7 @@ static int initial_state(sim *S, const double *zop, const double *wop, double *z
         for (int a = 0; a < m; a++) {
             double pa = emn_tmpl_eval_p(tm->tmpl, a, loc);
             const emn_lmap *s = &f->slots.v[tm->slot[a]];
-            for (int q = 0; q < s->nc; q++) p0[s->ci[q]] += s->c[q] * pa;
+            for (int q = 0; q < s->nc; q++) p0[emn_lmap_ci(s)[q]] += s->c[q] * pa;
         }
     }
     free(u0);
@@ -878,7 +881,7 @@ static const char *dominant_element(sim *S, int j, const double *z, const double
         for (int a = 0; a < tm->m; a++) {
             const emn_lmap *s = &f->slots.v[tm->slot[a]];
             for (int q = 0; q < s->nc; q++) {
-                if (s->ci[q] != j) continue;
+                if (emn_lmap_ci(s)[q] != j) continue;
                 double v = fabs(emn_tmpl_eval_F(tm->tmpl, a, loc)) + fabs(emn_tmpl_eval_p(tm->tmpl, a, loc));
                 if (!isfinite(v)) v = INFINITY;
                 if (v > best) {

@@ -1031,8 +1031,9 @@ static void value_slots(void)
             const emn_lmap *m = &f->slots.v[tm->slot[0]];
             for (int q = 0; q < m->nc; q++) {
                 through_c3++;
-                ok(ptr[m->ci[q] + 1] == ptr[m->ci[q]], "value_slots charge: %s, read by C3(x), is not sized",
-                   f->coord[m->ci[q]].name);
+                int j = emn_lmap_ci(m)[q];
+                ok(ptr[j + 1] == ptr[j], "value_slots charge: %s, read by C3(x), is not sized",
+                   f->coord[j].name);
             }
         }
         ok(sized > 0 && through_c3 > 0, "value_slots charge: some loops sized (%d), some through C3 (%d)", sized,
