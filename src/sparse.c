@@ -704,6 +704,7 @@ static ldl_pattern *analyze_ldl(emn_lu *o, const emn_sparse *A)
     pat->Lp[0] = 0;
     for (int k = 0; k < n; k++) pat->Lp[k + 1] = pat->Lp[k] + ((const int *)sym->ColCount)[k] - 1;
     cholmod_free_factor(&sym, cc);
+    cholmod_free_work(cc);      /* its workspace (n-sized) is needed again only for a new pattern */
     pat->Li = emn_xmalloc(((size_t)pat->Lp[n] + 1) * sizeof(int));
     pat->x = emn_xcalloc(sz, sizeof(double));
     pat->flag = emn_xmalloc(sz * sizeof(int));
