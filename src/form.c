@@ -1063,8 +1063,8 @@ static emn_duals *duals_plan(emn_form *f)
     D->off = emn_xmalloc(((size_t)nt + 1) * sizeof *D->off);
     for (int i = 0; i < nt; i++) {
         const emn_term *tm = &f->terms.v[i];
-        D->off[i] = tm->linear ? (long)ncoef : -1;
-        if (tm->linear) ncoef += 2 * (size_t)tm->m + 4 * (size_t)tm->m * (size_t)tm->m;
+        D->off[i] = tm->tmpl->linear ? (long)ncoef : -1;
+        if (tm->tmpl->linear) ncoef += 2 * (size_t)tm->m + 4 * (size_t)tm->m * (size_t)tm->m;
     }
     D->coef = emn_xmalloc((ncoef + 1) * sizeof(double));
     double *loc = f->scratch;
@@ -1604,7 +1604,6 @@ emn_form *emn_form_build(const emn_circuit *c, emn_form_kind kind, emn_diag *d)
         if (td.src >= 0) tm.slot[td.nbr + td.nmech] = src_slot(f, src_slot_of, td.src);
         term_params(f, &td, tm.k);
         tm.tmpl = term_template(f, &tc, scratch, &td);
-        tm.linear = tm.tmpl->linear;
         if (m > maxm) maxm = m;
         EMN_PUSH(f->terms, tm);
     }
@@ -1631,7 +1630,7 @@ emn_form *emn_form_build(const emn_circuit *c, emn_form_kind kind, emn_diag *d)
     struct { int *v; int n, cap; } nl = {0};
     for (int i = 0; i < f->terms.n; i++) {
         emn_term *tm = &f->terms.v[i];
-        if (tm->linear) stamp_linear(f, tm, &tcs);
+        if (tm->tmpl->linear) stamp_linear(f, tm, &tcs);
         else {
             EMN_PUSH(nl, i);
             compile_template(f->ar, tm->tmpl);
@@ -2054,7 +2053,7 @@ static int term_reads(const emn_term *tm)
     bool value = false;
     for (int a = 0; a < tm->m && !value; a++) value = reads_value(t, a);
     if (!value) return READS_RATE;
-    return tm->linear && tm->m == 1 ? READS_BRANCH : READS_OTHER;
+    return tm->tmpl->linear && tm->m == 1 ? READS_BRANCH : READS_OTHER;
 }
 
 void emn_form_value_slots(const emn_form *f, int *ptr, int **sl)
@@ -2190,7 +2189,7 @@ int emn_form_rates_scaled(emn_form *f, const double *z, const double *w, double 
         const emn_tmpl *t = tm->tmpl;
         int m = tm->m;
         bool compiled = t->tpv != NULL;
-        if (tm->linear && !slot_dp) continue;       /* summed below through the matrices */
+        if (tm->tmpl->linear && !slot_dp) continue;       /* summed below through the matrices */
         emn_form_term_locals(f, tm, z, w, loc);
         for (int ai = 0; ai < m; ai++) {
             const emn_lmap *sa = &f->slots.v[tm->slot[ai]];
@@ -2205,7 +2204,7 @@ int emn_form_rates_scaled(emn_form *f, const double *z, const double *w, double 
             }
             if (!isfinite(rp) || !isfinite(rF)) return 1;
             if (slot_dp) slot_dp[tm->slot[ai]] += rp;
-            if (tm->linear) continue;
+            if (tm->tmpl->linear) continue;
             const double *c = sa->c;
             const int *ci = emn_lmap_ci(sa);
             for (int q = 0; q < sa->nc; q++) {

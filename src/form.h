@@ -83,8 +83,7 @@ typedef struct emn_term {
     int m;              /* slots */
     int *slot;          /* slot indices into emn_form.slots */
     double k[4];        /* element parameters (value, x0, ...) */
-    emn_tmpl *tmpl;
-    bool linear;
+    emn_tmpl *tmpl;     /* its linear flag: the term's */
     /* for linear terms: Jacobian handles; for nonlinear: scatter plan */
     int *jh;            /* nonlinear terms: the J slots its local matrix scatters into */
 } emn_term;

@@ -887,7 +887,7 @@ static int add_node(emn_build *b, const char *name, emn_loc loc)
         b->too_big = true;
         return 0;               /* ground: the circuit is discarded anyway */
     }
-    EMN_PUSH(b->c->nodes, ((emn_node){name, EMN_DOM_NONE, loc, -1}));
+    EMN_PUSH(b->c->nodes, ((emn_node){name, loc, EMN_DOM_NONE, -1}));
     EMN_PUSH(b->ninfo, ((nodeinfo){0}));
     map_put(&b->nodes, name, i);
     return i;

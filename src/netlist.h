@@ -26,8 +26,8 @@ typedef enum { EMN_DOM_NONE, EMN_DOM_ELEC, EMN_DOM_MECH } emn_domain;
 
 typedef struct emn_node {
     const char *name;       /* lower case; "0" for ground; "x1.n2" inside instance x1 */
-    emn_domain dom;
     emn_loc loc;            /* first use */
+    emn_domain dom;
     int jdef;               /* index of the J element that defines x(node), or -1 */
 } emn_node;
 
