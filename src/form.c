@@ -97,7 +97,7 @@ static void acc_add(acc *a, int i, double x)
  * bookkeeping than the few numbers they hold. */
 static void lmap_alloc(emn_arena *ar, emn_lmap *m, int nc, int nd)
 {
-    m->c = emn_arena_alloc(ar, (size_t)(nc + nd) * (sizeof(double) + sizeof(int)));
+    m->c = emn_arena_alloc_aligned(ar, (size_t)(nc + nd) * (sizeof(double) + sizeof(int)), sizeof(double));
     m->nc = nc;
     m->nd = nd;
 }
@@ -1598,7 +1598,7 @@ emn_form *emn_form_build(const emn_circuit *c, emn_form_kind kind, emn_diag *d)
         emn_term tm = {0};
         tm.elem = i;
         tm.m = m;
-        tm.slot = emn_arena_alloc(f->ar, (size_t)m * sizeof(int));
+        tm.slot = emn_arena_alloc_aligned(f->ar, (size_t)m * sizeof(int), sizeof(int));
         for (int k = 0; k < td.nbr; k++) tm.slot[k] = f->elem_branch_slot[td.br[k]];
         for (int k = 0; k < td.nmech; k++) tm.slot[td.nbr + k] = mech_slot(f, node_slot, td.mech[k]);
         if (td.src >= 0) tm.slot[td.nbr + td.nmech] = src_slot(f, src_slot_of, td.src);

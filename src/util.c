@@ -88,22 +88,28 @@ emn_arena *emn_arena_new(void)
     return emn_xcalloc(1, sizeof(emn_arena));
 }
 
-void *emn_arena_alloc(emn_arena *a, size_t size)
+void *emn_arena_alloc_aligned(emn_arena *a, size_t size, size_t align)
 {
-    size = (size + 15) & ~(size_t)15;
     struct arena_block *b = a->head;
-    if (!b || b->size - b->used < size) {
+    size_t at = b ? (b->used + align - 1) & ~(align - 1) : 0;
+    if (!b || at > b->size || b->size - at < size) {
         size_t cap = size > 65536 ? size : 65536;
         b = emn_xmalloc(sizeof *b + cap);
         b->size = cap;
         b->used = 0;
         b->next = a->head;
         a->head = b;
+        at = 0;
     }
-    void *p = (char *)b->data + b->used;
-    b->used += size;
+    void *p = (char *)b->data + at;
+    b->used = at + size;
     memset(p, 0, size);
     return p;
+}
+
+void *emn_arena_alloc(emn_arena *a, size_t size)
+{
+    return emn_arena_alloc_aligned(a, size, 16);
 }
 
 char *emn_arena_strdup(emn_arena *a, const char *s)
@@ -113,7 +119,7 @@ char *emn_arena_strdup(emn_arena *a, const char *s)
 
 char *emn_arena_strndup(emn_arena *a, const char *s, size_t n)
 {
-    char *d = emn_arena_alloc(a, n + 1);
+    char *d = emn_arena_alloc_aligned(a, n + 1, 1);
     memcpy(d, s, n);
     d[n] = '\0';
     return d;

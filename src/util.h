@@ -52,6 +52,9 @@ bool emn_streq_nocase(const char *a, const char *b);
 typedef struct emn_arena emn_arena;
 emn_arena *emn_arena_new(void);
 void *emn_arena_alloc(emn_arena *a, size_t size);   /* zeroed, 16-aligned */
+/* Zeroed and aligned to align (a power of 2 up to 16): strings and arrays
+ * of numbers pack closer than 16-aligned pieces (a grid has 10^5 of them). */
+void *emn_arena_alloc_aligned(emn_arena *a, size_t size, size_t align);
 char *emn_arena_strdup(emn_arena *a, const char *s);
 char *emn_arena_strndup(emn_arena *a, const char *s, size_t n);
 void emn_arena_free(emn_arena **a);                 /* accepts NULL */
