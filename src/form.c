@@ -322,7 +322,7 @@ static void build_charge(emn_form *f, const egraph *eg, const emn_forest *fr)
             for (int k = 0; k < len; k++) acc_add(&bd[br[k]], s, sg[k]);
         } else {
             int j = coords.n;
-            EMN_PUSH(coords, ((emn_coord){EMN_COORD_LOOP, -1, e, emn_xasprintf("q%d", j + 1)}));
+            EMN_PUSH(coords, ((emn_coord){EMN_COORD_LOOP, -1, e}));
             for (int k = 0; k < len; k++) acc_add(&bc[br[k]], j, sg[k]);
         }
     }
@@ -388,8 +388,7 @@ static int flux_groups(const emn_circuit *c, const egraph *eg, const emn_forest 
         if (group_coord[v] == -2) {
             group_coord[v] = count++;
             if (coords)
-                EMN_PUSH(*coords, ((emn_coord){EMN_COORD_NODE, v, -1,
-                                               emn_xasprintf("lambda(%s)", c->nodes.v[v].name)}));
+                EMN_PUSH(*coords, ((emn_coord){EMN_COORD_NODE, v, -1}));
         }
     free(datum);
     return count;
@@ -1577,7 +1576,7 @@ emn_form *emn_form_build(const emn_circuit *c, emn_form_kind kind, emn_diag *d)
         const emn_node *nd = &c->nodes.v[v];
         if (nd->dom != EMN_DOM_MECH || nd->jdef >= 0) continue;
         f->node_coord[v] = f->n;
-        f->coord[f->n++] = (emn_coord){EMN_COORD_MECH, v, -1, emn_xasprintf("x(%s)", nd->name)};
+        f->coord[f->n++] = (emn_coord){EMN_COORD_MECH, v, -1};
     }
     f->nm = f->n - f->ne;
 
@@ -1704,8 +1703,6 @@ void emn_form_free(emn_form **pf)
      * are asked for; shared templates are freed once (the pointers clear) */
     for (int i = 0; i < f->terms.n; i++) free_template_tapes(f->terms.v[i].tmpl);
     free(f->slots.v);       /* the maps themselves are in the arena */
-    int ncoord = f->n > f->ne ? f->n : f->ne;
-    for (int j = 0; f->coord && j < ncoord; j++) free((char *)f->coord[j].name);
     free(f->coord);
     free(f->src_elem); free(f->elem_src); free(f->S); free(f->s); free(f->seg);
     free(f->elem_branch_slot); free(f->elem_branch_mech); free(f->elem_branch_mech_p);
@@ -2271,16 +2268,29 @@ int emn_form_count(const emn_circuit *c, emn_form_kind kind, int *ne, int *nm)
 
 /* -------------------------------------------------------------- printing */
 
+void emn_form_coord_name(const emn_form *f, int j, emn_buf *out)
+{
+    const emn_coord *co = &f->coord[j];
+    const char *node = co->kind == EMN_COORD_LOOP ? NULL : f->c->nodes.v[co->node].name;
+    if (!node) emn_buf_printf(out, "q%d", j + 1);      /* loops come first */
+    else emn_buf_printf(out, co->kind == EMN_COORD_NODE ? "lambda(%s)" : "x(%s)", node);
+}
+
 /* Print variables: z_j = j, w_j = n+j, S_s = 2n+s, s_s = 2n+nsrc+s. */
 static void print_var(emn_buf *out, int var, void *ctx)
 {
     const emn_form *f = ctx;
     int n = f->n;
-    if (var < n) emn_buf_puts(out, f->coord[var].name);
-    else if (var < 2 * n) emn_buf_printf(out, "%s'", f->coord[var - n].name);
-    else if (var < 2 * n + f->nsrc)
+    if (var < n) {
+        emn_form_coord_name(f, var, out);
+    } else if (var < 2 * n) {
+        emn_form_coord_name(f, var - n, out);
+        emn_buf_puts(out, "'");
+    } else if (var < 2 * n + f->nsrc) {
         emn_buf_printf(out, "int_%s(t)", f->c->elems.v[f->src_elem[var - 2 * n]].name);
-    else emn_buf_printf(out, "%s(t)", f->c->elems.v[f->src_elem[var - 2 * n - f->nsrc]].name);
+    } else {
+        emn_buf_printf(out, "%s(t)", f->c->elems.v[f->src_elem[var - 2 * n - f->nsrc]].name);
+    }
 }
 
 static const emn_expr *lmap_expr(emn_arena *ar, const emn_form *f, const emn_lmap *s, bool rate)
@@ -2319,15 +2329,19 @@ void emn_form_print(const emn_form *f, FILE *out)
     bool charge = f->kind == EMN_FORM_CHARGE;
     fprintf(out, "# %s formulation: %d generalized coordinates (%d electrical, %d mechanical)\n",
             charge ? "charge" : "flux", f->n, f->ne, f->nm);
+    emn_buf name = {0};
     for (int j = 0; j < f->n; j++) {
         const emn_coord *co = &f->coord[j];
+        emn_buf_reset(&name);
+        emn_form_coord_name(f, j, &name);
         if (co->kind == EMN_COORD_LOOP)
-            fprintf(out, "#   %s: charge of the loop closed by %s\n", co->name, c->elems.v[co->elem].name);
+            fprintf(out, "#   %s: charge of the loop closed by %s\n", name.v, c->elems.v[co->elem].name);
         else if (co->kind == EMN_COORD_NODE)
-            fprintf(out, "#   %s: flux linkage of node %s\n", co->name, c->nodes.v[co->node].name);
+            fprintf(out, "#   %s: flux linkage of node %s\n", name.v, c->nodes.v[co->node].name);
         else
-            fprintf(out, "#   %s: displacement of mechanical node %s\n", co->name, c->nodes.v[co->node].name);
+            fprintf(out, "#   %s: displacement of mechanical node %s\n", name.v, c->nodes.v[co->node].name);
     }
+    emn_buf_free(&name);
     emn_buf Lb = {0}, Db = {0};
     bool Lfirst = true, Dfirst = true;
     emn_buf *Q = emn_xcalloc((size_t)f->n + 1, sizeof(emn_buf));
@@ -2381,7 +2395,11 @@ void emn_form_print(const emn_form *f, FILE *out)
     emn_buf_free(&Lb);
     emn_buf_free(&Db);
     for (int j = 0; j < f->n; j++) {
-        if (!Qfirst[j]) fprintf(out, "Q(%s) = %s\n", f->coord[j].name, Q[j].v);
+        if (Qfirst[j]) continue;
+        emn_buf name = {0};
+        emn_form_coord_name(f, j, &name);
+        fprintf(out, "Q(%s) = %s\n", name.v, Q[j].v);
+        emn_buf_free(&name);
         emn_buf_free(&Q[j]);
     }
     free(Q);

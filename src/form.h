@@ -50,7 +50,6 @@ typedef struct emn_coord {
     emn_coord_kind kind;
     int node;           /* NODE: representative node; MECH: the node */
     int elem;           /* LOOP: the element closing the loop */
-    const char *name;   /* printed name: q1, lambda(out), x(cone) */
 } emn_coord;
 
 /* A linear map: value = sum c[k] * z[ci[k]] + sum d[k] * S[di[k]].  Its
@@ -183,6 +182,10 @@ void emn_form_free(emn_form **f);
  * Returns -1 on an invalid topology; what only the terms show (a
  * coordinate on which nothing stores energy) is left to emn_form_build. */
 int emn_form_count(const emn_circuit *c, emn_form_kind kind, int *ne, int *nm);
+
+/* Append coordinate j's printed name to out: q1 (loop), lambda(out)
+ * (node group), x(cone) (mechanical); out->v is then NUL-terminated. */
+void emn_form_coord_name(const emn_form *f, int j, emn_buf *out);
 
 /* Evaluate the sources at time t (values and integrals). */
 void emn_form_set_time(emn_form *f, double t);

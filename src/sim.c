@@ -777,11 +777,15 @@ static int op_state(sim *S, const double *p0, double *z, double *w, emn_diag *d)
     char msg[256];
     int bad = -1;
     if (emn_op_solve(f, S->c->opt.reltol, p0, z, w, &bad, msg, sizeof msg, NULL) == 0) return 0;
-    if (bad >= 0 && bad < f->n)
+    if (bad >= 0 && bad < f->n) {
+        emn_buf name = {0};
+        emn_form_coord_name(f, bad, &name);
         emn_diag_error(d, EMN_NOLOC, "operating point (%s formulation): %s; coordinate %s does not settle",
-                       form_name(f->kind), msg, f->coord[bad].name);
-    else
+                       form_name(f->kind), msg, name.v);
+        emn_buf_free(&name);
+    } else {
         emn_diag_error(d, EMN_NOLOC, "operating point (%s formulation): %s", form_name(f->kind), msg);
+    }
     return -1;
 }
 
@@ -1076,10 +1080,13 @@ int emn_sim_tran(const emn_circuit *c, const emn_sim_opts *o, emn_diag *d, bool 
 
     int rc = emn_integ_start(it, 0, z0, p0);
     if (rc < 0) {
-        if (it->bad_coord >= 0 && it->bad_coord < f->n)
+        if (it->bad_coord >= 0 && it->bad_coord < f->n) {
+            emn_buf name = {0};
+            emn_form_coord_name(f, it->bad_coord, &name);
             emn_diag_error(d, EMN_NOLOC, "%s formulation: %s; coordinate %s", form_name(f->kind), it->msg,
-                           f->coord[it->bad_coord].name);
-        else
+                           name.v);
+            emn_buf_free(&name);
+        } else
             emn_diag_error(d, EMN_NOLOC, "%s formulation: %s", form_name(f->kind), it->msg);
         status = EMN_EXIT_FAILED;
         goto done;
@@ -1114,10 +1121,13 @@ int emn_sim_tran(const emn_circuit *c, const emn_sim_opts *o, emn_diag *d, bool 
         if (rc < 0) {
             int j = it->bad_coord;
             const char *el = j >= 0 ? dominant_element(&S, j, it->z[0], it->w[0]) : NULL;
-            if (j >= 0)
+            if (j >= 0) {
+                emn_buf name = {0};
+                emn_form_coord_name(f, j, &name);
                 emn_diag_error(d, EMN_NOLOC, "%s formulation: %s; coordinate %s%s%s", form_name(f->kind), it->msg,
-                               f->coord[j].name, el ? ", dominated by " : "", el ? el : "");
-            else
+                               name.v, el ? ", dominated by " : "", el ? el : "");
+                emn_buf_free(&name);
+            } else
                 emn_diag_error(d, EMN_NOLOC, "%s formulation: %s", form_name(f->kind), it->msg);
             status = EMN_EXIT_FAILED;
             break;

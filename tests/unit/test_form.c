@@ -91,6 +91,18 @@ typedef struct hand {
     char missing_name[64];
 } hand;
 
+/* Coordinate j's printed name, in one of four buffers used in turn (a
+ * message names up to two). */
+static const char *cname(const emn_form *f, int j)
+{
+    static emn_buf bufs[4];
+    static int next;
+    emn_buf *b = &bufs[next++ % 4];
+    emn_buf_reset(b);
+    emn_form_coord_name(f, j, b);
+    return b->v;
+}
+
 static int coord_index(const emn_form *f, const char *name)
 {
     if (!strncmp(name, "loop ", 5)) {
@@ -100,7 +112,7 @@ static int coord_index(const emn_form *f, const char *name)
         return -1;
     }
     for (int j = 0; j < f->n; j++)
-        if (!strcmp(f->coord[j].name, name)) return j;
+        if (!strcmp(cname(f, j), name)) return j;
     return -1;
 }
 
@@ -744,7 +756,7 @@ static void run_case(const fcase *fc)
     if (!ok(h0.missing == 0, "%s %s: the coordinates are those derived by hand", fc->label, fname)) {
         printf("# no coordinate '%s'; emnet has:", h0.missing_name);
         for (int j = 0; j < n; j++)
-            printf(" %s%s%s", f->coord[j].name, f->coord[j].kind == EMN_COORD_LOOP ? "=loop " : "",
+            printf(" %s%s%s", cname(f, j), f->coord[j].kind == EMN_COORD_LOOP ? "=loop " : "",
                    f->coord[j].kind == EMN_COORD_LOOP ? c->elems.v[f->coord[j].elem].name : "");
         printf("\n");
     }
@@ -800,13 +812,13 @@ static void run_case(const fcase *fc)
     }
     ok(bad_eval == 0, "%s %s: evaluation is finite", fc->label, fname);
     if (!ok(worst_p <= TOL, "%s %s: p = dL/dw at %d random states", fc->label, fname, NPOINTS))
-        printf("# worst at %s: got %.12g, hand %.12g\n", f->coord[wp].name, wp_got, wp_want);
+        printf("# worst at %s: got %.12g, hand %.12g\n", cname(f, wp), wp_got, wp_want);
     if (!ok(worst_F <= TOL, "%s %s: F = dL/dz + dP/dw - dD/dw at %d random states", fc->label, fname,
             NPOINTS))
-        printf("# worst at %s: got %.12g, hand %.12g\n", f->coord[wf].name, wf_got, wf_want);
+        printf("# worst at %s: got %.12g, hand %.12g\n", cname(f, wf), wf_got, wf_want);
     if (!ok(worst_J <= TOL, "%s %s: Newton matrix = dr/dw at %d random states", fc->label, fname, NPOINTS))
-        printf("# worst at (%s, %s): got %.12g, differences %.12g\n", f->coord[wji].name,
-               f->coord[wjj].name, wj_got, wj_want);
+        printf("# worst at (%s, %s): got %.12g, differences %.12g\n", cname(f, wji),
+               cname(f, wjj), wj_got, wj_want);
 
     free(z); free(w); free(p); free(F); free(hz); free(hp); free(zt); free(pt); free(Ft);
     free(rp); free(rm); free(rp2); free(rm2); free(Jd);
@@ -1023,7 +1035,7 @@ static void value_slots(void)
             if (ptr[j + 1] > ptr[j]) sized++;
             for (int k = ptr[j]; k < ptr[j + 1]; k++)
                 ok(f->slots.v[sl[k]].nc >= 1, "value_slots charge: %s's sizing branch reads coordinates",
-                   f->coord[j].name);
+                   cname(f, j));
         }
         for (int i = 0; i < f->terms.n; i++) {
             const emn_term *tm = &f->terms.v[i];
@@ -1033,7 +1045,7 @@ static void value_slots(void)
                 through_c3++;
                 int j = emn_lmap_ci(m)[q];
                 ok(ptr[j + 1] == ptr[j], "value_slots charge: %s, read by C3(x), is not sized",
-                   f->coord[j].name);
+                   cname(f, j));
             }
         }
         ok(sized > 0 && through_c3 > 0, "value_slots charge: some loops sized (%d), some through C3 (%d)", sized,
