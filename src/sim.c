@@ -464,6 +464,12 @@ static void dual_arrays(sim *S)
     S->bcur = emn_xcalloc((size_t)S->ne + 1, sizeof(double));
 }
 
+/* A C(x) or L(x): its value is checked at every step. */
+static bool valued(const emn_elem *e)
+{
+    return e->vexpr && (e->kind == EMN_C || e->kind == EMN_L);
+}
+
 static void sim_init(sim *S, const emn_circuit *c, emn_form *f, bool want_prints, bool want_saves)
 {
     memset(S, 0, sizeof *S);
@@ -475,14 +481,19 @@ static void sim_init(sim *S, const emn_circuit *c, emn_form *f, bool want_prints
     S->ar = emn_arena_new();
     S->nx = emn_xcalloc((size_t)S->nn + 1, sizeof(double));
     S->nu = emn_xcalloc((size_t)S->nn + 1, sizeof(double));
-    S->mnodes = emn_xmalloc((size_t)S->nn * sizeof(int) + 1);
-    S->valued = emn_xmalloc((size_t)S->ne * sizeof(int) + 1);
+    /* counted first: a grid has neither, and arrays by node or element
+     * would be megabytes */
+    int nm = 0, nv = 0;
+    for (int v = 1; v < S->nn; v++) nm += c->nodes.v[v].dom == EMN_DOM_MECH;
+    for (int e = 0; e < S->ne; e++) nv += valued(&c->elems.v[e]);
+    S->mnodes = emn_xmalloc((size_t)nm * sizeof(int) + 1);
+    S->valued = emn_xmalloc((size_t)nv * sizeof(int) + 1);
+    S->vtape = emn_xcalloc((size_t)nv + 1, sizeof(emn_tape *));
     S->nmnodes = S->nvalued = 0;
     for (int v = 1; v < S->nn; v++)
         if (c->nodes.v[v].dom == EMN_DOM_MECH) S->mnodes[S->nmnodes++] = v;
-    S->vtape = emn_xcalloc((size_t)S->ne + 1, sizeof(emn_tape *));
     for (int e = 0; e < S->ne; e++)
-        if (c->elems.v[e].vexpr && (c->elems.v[e].kind == EMN_C || c->elems.v[e].kind == EMN_L)) {
+        if (valued(&c->elems.v[e])) {
             S->vtape[S->nvalued] = emn_tape_compile(c->elems.v[e].vexpr);
             S->valued[S->nvalued++] = e;
         }
