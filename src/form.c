@@ -1521,21 +1521,17 @@ emn_form *emn_form_build(const emn_circuit *c, emn_form_kind kind, emn_diag *d)
 
     /* sources */
     f->elem_src = emn_xmalloc((size_t)ne * sizeof(int) + 1);
-    f->src_elem = emn_xmalloc((size_t)ne * sizeof(int) + 1);
-    for (int i = 0; i < ne; i++) {
-        f->elem_src[i] = -1;
-        if (is_source(&c->elems.v[i])) {
-            f->elem_src[i] = f->nsrc;
-            f->src_elem[f->nsrc++] = i;
-        }
-    }
+    for (int i = 0; i < ne; i++) f->elem_src[i] = is_source(&c->elems.v[i]) ? f->nsrc++ : -1;
+    f->src_elem = emn_xmalloc((size_t)f->nsrc * sizeof(int) + 1);
+    for (int i = 0; i < ne; i++)
+        if (f->elem_src[i] >= 0) f->src_elem[f->elem_src[i]] = i;
     f->live_src = emn_xmalloc((size_t)f->nsrc * sizeof(int) + 1);
     for (int s = 0; s < f->nsrc; s++)
         if (!zero_source(c->elems.v[f->src_elem[s]].src)) f->live_src[f->nlive++] = s;
     f->S = emn_xcalloc((size_t)f->nsrc + 1, sizeof(double));
     f->s = emn_xcalloc((size_t)f->nsrc + 1, sizeof(double));
-    f->seg = emn_xcalloc(5 * (size_t)f->nsrc + 1, sizeof(double));
-    for (int s = 0; s < f->nsrc; s++) f->seg[5 * s + 1] = -INFINITY;     /* empty: no time hits */
+    f->seg = emn_xcalloc(5 * (size_t)f->nlive + 1, sizeof(double));
+    for (int l = 0; l < f->nlive; l++) f->seg[5 * l + 1] = -INFINITY;     /* empty: no time hits */
     f->elem_branch_slot = emn_xmalloc((size_t)ne * sizeof(int) + 1);
     for (int i = 0; i < ne; i++) f->elem_branch_slot[i] = -1;
 
@@ -1568,7 +1564,9 @@ emn_form *emn_form_build(const emn_circuit *c, emn_form_kind kind, emn_diag *d)
     /* mechanical coordinates follow the electrical ones */
     f->node_coord = emn_xmalloc((size_t)nn * sizeof(int) + 1);
     for (int v = 0; v < nn; v++) f->node_coord[v] = -1;
-    f->coord = emn_xrealloc(f->coord, (size_t)(f->ne + nn + 1) * sizeof(emn_coord));
+    int nfree = 0;          /* free mechanical nodes */
+    for (int v = 1; v < nn; v++) nfree += c->nodes.v[v].dom == EMN_DOM_MECH && c->nodes.v[v].jdef < 0;
+    f->coord = emn_xrealloc(f->coord, (size_t)(f->ne + nfree + 1) * sizeof(emn_coord));
     f->n = f->ne;
     for (int j = 0; j < f->ne; j++)
         if (f->coord[j].kind == EMN_COORD_NODE) f->node_coord[f->coord[j].node] = j;
@@ -1767,7 +1765,7 @@ void emn_form_set_time(emn_form *f, double t)
         int s = f->live_src[l];
         /* seg: t0 (where the line was looked up), t1 (the next corner),
          * value and slope at t0, integral at t0 */
-        double *g = f->seg + 5 * s;
+        double *g = f->seg + 5 * l;
         bool want_int = !f->need_int || f->need_int[s];
         if (!(t >= g[0] && t < g[1])) {
             emn_source *src = c->elems.v[f->src_elem[s]].src;

@@ -103,7 +103,7 @@ typedef struct emn_form {
     int *src_elem;      /* s -> element index */
     int *elem_src;      /* element -> s or -1 */
     double *S, *s;      /* integrals and values at the current time */
-    double *seg;        /* per source, 5 numbers: the straight piece of a
+    double *seg;        /* per live source, 5 numbers: the straight piece of a
                            PULSE or PWL last looked up (emn_form_set_time) */
 
     /* slots */
