@@ -1333,6 +1333,8 @@ static void add_element(emn_build *b, const inst *in, const card *k, int kind)
         emn_source src = {0};
         if (parse_source(b, in, k->f + nn, k->nf - nn, disp, k->loc, kind, &src) == 0 &&
             b->d->nerrors == errs) {
+            if (src.kind != EMN_WAVE_NONE)
+                src.p = emn_arena_alloc_aligned(c->arena, EMN_SOURCE_STATE * sizeof(double), sizeof(double));
             e.src = emn_arena_alloc(c->arena, sizeof src);
             *e.src = src;
             map_put(&b->elems, e.name, c->elems.n);

@@ -53,10 +53,14 @@ typedef struct emn_source {
     double *args;           /* SIN..EXP: the numbers; PWL: t1 v1 t2 v2 ... */
     const emn_expr *expr;   /* EXPR: expression of variable 0 (time) */
     emn_loc loc;            /* the function name or value */
-    /* filled by emn_wave_prepare() (wave.h), used by the wave module only */
-    double p[8];
-    double cache_t, cache_int;
+    /* EMN_SOURCE_STATE numbers for the wave module (wave.h) to fill: the
+     * function's constants and the last integral it took.  Made with the
+     * source for every kind but NONE, which needs none (NULL): a grid's
+     * ten thousand 0 V sources. */
+    double *p;
 } emn_source;
+
+#define EMN_SOURCE_STATE 10
 
 /* One element.  A grid deck has 10^5 to 10^6 of them: every field here
  * costs megabytes, so locations are kept only where a message after

@@ -13,7 +13,8 @@
  * starting from the last point asked for, since the integrator asks in
  * (mostly) increasing time.
  *
- * Parameter layout in emn_source.p after emn_wave_prepare():
+ * Parameter layout in emn_source.p (EMN_SOURCE_STATE numbers) after
+ * emn_wave_prepare():
  *   SIN    VO VA FREQ TD THETA PHASE(degrees)
  *   PULSE  V1 V2 TD TR TF PW PER tstop
  *   EXP    V1 V2 TD1 TAU1 TD2 TAU2
@@ -33,6 +34,11 @@
 #include <string.h>
 
 #define TWO_PI 6.283185307179586476925286766559
+
+/* After the constants (p[0..7], above): the last integral taken, its time
+ * and value. */
+#define CACHE_T(s) ((s)->p[8])
+#define CACHE_INT(s) ((s)->p[9])
 
 /* ORDER emn_wave_kind */
 static const char *const kind_name[] = {"DC", "SIN", "PULSE", "PWL", "EXP", "expression"};
@@ -63,10 +69,8 @@ int emn_wave_prepare(emn_source *s, double tstep, double tstop, emn_diag *d,
                      const char *elem_name)
 {
     const char *el = elem_name ? elem_name : "source";
-    s->cache_t = 0;
-    s->cache_int = 0;
-    memset(s->p, 0, sizeof s->p);
     if (s->kind == EMN_WAVE_NONE) return 0;
+    memset(s->p, 0, EMN_SOURCE_STATE * sizeof(double));
     if (s->kind == EMN_WAVE_EXPR) {
         if (!s->expr) return bad(d, s, el, "missing expression");
         return 0;
@@ -140,7 +144,7 @@ int emn_wave_prepare(emn_source *s, double tstep, double tstop, emn_diag *d,
                                el, s->args[k], s->args[k - 2]);
                 return -1;
             }
-        s->cache_t = s->args[0];
+        CACHE_T(s) = s->args[0];
         p[1] = pwl_antideriv(s, 0.0);
         return 0;
     default:
@@ -359,14 +363,14 @@ static double pwl_deriv(const emn_source *s, double t)
 }
 
 /* Antiderivative that is 0 at t_0.  The running sum of trapezoids up to
- * point i is cached (p[0] = i, cache_int = sum), so a run that walks
+ * point i is cached (p[0] = i, CACHE_INT = sum), so a run that walks
  * forward through a long PWL adds each trapezoid once. */
 static double pwl_antideriv(emn_source *s, double x)
 {
     int n = s->nargs / 2, i = pwl_segment(s, x);
     if (i < 0) return PWL_V(s, 0) * (x - PWL_T(s, 0));
     int c = (int)s->p[0];
-    double cum = s->cache_int;
+    double cum = CACHE_INT(s);
     if (c > i) {
         c = 0;
         cum = 0;
@@ -374,8 +378,8 @@ static double pwl_antideriv(emn_source *s, double x)
     for (; c < i; c++)
         cum += (PWL_T(s, c + 1) - PWL_T(s, c)) * (PWL_V(s, c) + PWL_V(s, c + 1)) / 2;
     s->p[0] = i;
-    s->cache_t = PWL_T(s, i);
-    s->cache_int = cum;
+    CACHE_T(s) = PWL_T(s, i);
+    CACHE_INT(s) = cum;
     double dx = x - PWL_T(s, i);
     if (i >= n - 1) return cum + PWL_V(s, i) * dx;
     return cum + dx * (PWL_V(s, i) + pwl_value(s, x)) / 2;
@@ -622,12 +626,12 @@ static double expr_integral(emn_source *s, double t)
 {
     double r;
     /* from the cached point or from 0, whichever is nearer */
-    if (isfinite(s->cache_t) && fabs(t - s->cache_t) < fabs(t))
-        r = s->cache_int + quad(s, s->cache_t, t);
+    if (isfinite(CACHE_T(s)) && fabs(t - CACHE_T(s)) < fabs(t))
+        r = CACHE_INT(s) + quad(s, CACHE_T(s), t);
     else
         r = quad(s, 0, t);
-    s->cache_t = t;
-    s->cache_int = r;
+    CACHE_T(s) = t;
+    CACHE_INT(s) = r;
     return r;
 }
 
