@@ -1625,6 +1625,7 @@ emn_form *emn_form_build(const emn_circuit *c, emn_form_kind kind, emn_diag *d)
     f->ft = emn_xcalloc((size_t)f->n + 1, sizeof(double));
     tcouplings tcs = {0};
     struct { int *v; int n, cap; } nl = {0};
+    struct { int **v; int n, cap; } jhs = {0};
     for (int i = 0; i < f->terms.n; i++) {
         emn_term *tm = &f->terms.v[i];
         if (tm->tmpl->linear) stamp_linear(f, tm, &tcs);
@@ -1637,7 +1638,8 @@ emn_form *emn_form_build(const emn_circuit *c, emn_form_kind kind, emn_diag *d)
             for (int a = 0; a < tm->m; a++)
                 for (int b = 0; b < tm->m; b++)
                     cnt += f->slots.v[tm->slot[a]].nc * f->slots.v[tm->slot[b]].nc;
-            tm->jh = emn_arena_alloc(f->ar, (size_t)cnt * sizeof(int) + sizeof(int));
+            int *jh = emn_arena_alloc_aligned(f->ar, (size_t)cnt * sizeof(int) + sizeof(int), sizeof(int));
+            EMN_PUSH(jhs, jh);
             cnt = 0;
             for (int a = 0; a < tm->m; a++) {
                 const emn_lmap *sa = &f->slots.v[tm->slot[a]];
@@ -1645,13 +1647,14 @@ emn_form *emn_form_build(const emn_circuit *c, emn_form_kind kind, emn_diag *d)
                     const emn_lmap *sb = &f->slots.v[tm->slot[b]];
                     for (int qa = 0; qa < sa->nc; qa++)
                         for (int qb = 0; qb < sb->nc; qb++)
-                            tm->jh[cnt++] = emn_sparse_find(&f->J, emn_lmap_ci(sa)[qa], emn_lmap_ci(sb)[qb]);
+                            jh[cnt++] = emn_sparse_find(&f->J, emn_lmap_ci(sa)[qa], emn_lmap_ci(sb)[qb]);
                 }
             }
         }
     }
     f->nonlinear = nl.v;
     f->nnonlinear = nl.n;
+    f->jh = jhs.v;
     /* batches: runs of up to EMN_PROG_BATCH terms of one template, each
      * with its block of locals, one row of lanes a local */
     f->bat_start = emn_xmalloc(((size_t)nl.n + 1) * sizeof(int));
@@ -1715,7 +1718,7 @@ void emn_form_free(emn_form **pf)
     free(f->live_src);
     free(f->pts.row); free(f->pts.col); free(f->pts.val);
     free(f->fts.row); free(f->fts.col); free(f->fts.val);
-    free(f->nonlinear); free(f->bat_start); free(f->bat_off); free(f->tloc);
+    free(f->nonlinear); free(f->jh); free(f->bat_start); free(f->bat_off); free(f->tloc);
     duals_free(&f->duals);
     free(f->scratch);
     free(f->bout);
@@ -1963,7 +1966,7 @@ static int jacobian(emn_form *f, const double *z, const double *w, double a, boo
             const double *Jl = f->bout + (i - i0);
             for (int q = 0; q < m * m; q++)
                 if (!isfinite(Jl[q * EMN_PROG_BATCH])) return 1;
-            const int *jh = tm->jh;
+            const int *jh = f->jh[i];
             for (int ai = 0; ai < m; ai++) {
                 const emn_lmap *sa = &f->slots.v[tm->slot[ai]];
                 for (int bi = 0; bi < m; bi++) {
@@ -2132,7 +2135,7 @@ int emn_form_derivatives(emn_form *f, const double *z, const double *w, double *
         int m = tm->m;
         emn_form_term_locals(f, tm, z, w, loc);
         emn_tape *const *tapes[4] = {t->tpv, t->tpu, t->tFv, t->tFu};
-        const int *jh = tm->jh;
+        const int *jh = f->jh[i];
         for (int ai = 0; ai < m; ai++) {
             const emn_lmap *sa = &f->slots.v[tm->slot[ai]];
             for (int bi = 0; bi < m; bi++) {

@@ -83,8 +83,6 @@ typedef struct emn_term {
     int *slot;          /* slot indices into emn_form.slots */
     double k[4];        /* element parameters (value, x0, ...) */
     emn_tmpl *tmpl;     /* its linear flag: the term's */
-    /* for linear terms: Jacobian handles; for nonlinear: scatter plan */
-    int *jh;            /* nonlinear terms: the J slots its local matrix scatters into */
 } emn_term;
 
 typedef struct emn_form {
@@ -158,6 +156,8 @@ typedef struct emn_form {
     bool *need_int;     /* per source: its integral is used somewhere */
     int *nonlinear;     /* indices of nonlinear terms */
     int nnonlinear;
+    int **jh;           /* per nonlinear term: the J slots its local matrix
+                           scatters into, in the order emn_form_jacobian visits */
     /* their batches: nonlinear terms bat_start[b] .. bat_start[b + 1] - 1
      * share a template, and their locals at the last emn_form_eval are in
      * tloc from bat_off[b], one row of EMN_PROG_BATCH lanes a local */

@@ -67,7 +67,8 @@ typedef struct emn_source {
  * reading uses them. */
 typedef struct emn_elem {
     emn_kind kind;
-    int nnodes;
+    short nnodes;
+    bool has_ic;            /* C: IC=v0 volts; L: IC=i0 amperes (in ic) */
     const char *name;       /* lower case; "c.x1.c1" for C1 inside instance X1 (ngspice) */
     emn_loc loc;            /* the element name */
     int node[4];            /* R C L V I: n+ n-; T: e+ e- m+ m-; M: m; S D F: m1 m2; J: m */
@@ -78,10 +79,7 @@ typedef struct emn_elem {
     double value;
     const emn_expr *vexpr;
     union {                 /* by kind: the others' fields are not set */
-        struct {
-            bool has_ic;    /* C: IC=v0 volts; L: IC=i0 amperes */
-            double ic;
-        };
+        double ic;          /* C, L: the IC= value, if has_ic */
         double x0;          /* S: rest length X0 (0 if absent) */
         int ind[2];         /* K: element indices of the two inductors */
         emn_source *src;    /* V, I, F: the waveform (in the circuit's arena) */
