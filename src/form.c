@@ -676,16 +676,14 @@ static void numeric_mapping(emn_arena *ar, const term_desc *td, mapping *mp)
     for (int i = 0; i < NPARAM; i++) mp->param[i] = emn_expr_var(ar, 2 * m + i);
 }
 
-static void term_params(const emn_form *f, const term_desc *td, double *k)
+void emn_form_term_params(const emn_form *f, const emn_term *tm, double *k, int stride)
 {
-    const emn_elem *e = &f->c->elems.v[td->elem];
+    const emn_elem *e = &f->c->elems.v[tm->elem];
+    bool K = e->kind == EMN_K;
     k[0] = e->value;
-    k[1] = e->kind == EMN_S ? e->x0 : 0;
-    k[2] = k[3] = 0;
-    if (e->kind == EMN_K) {
-        k[2] = f->c->elems.v[e->ind[0]].value;
-        k[3] = f->c->elems.v[e->ind[1]].value;
-    }
+    k[stride] = e->kind == EMN_S ? e->x0 : 0;
+    k[2 * stride] = K ? f->c->elems.v[e->ind[0]].value : 0;
+    k[3 * stride] = K ? f->c->elems.v[e->ind[1]].value : 0;
 }
 
 static bool depends_on_state(const emn_expr *e, int m)
@@ -1024,21 +1022,21 @@ static inline void slot_state(const emn_form *f, const emn_lmap *s, const double
     *pu = u;
 }
 
-/* Local variables of term tm at (z, w): v, u of each slot, then the
- * parameters; local k at loc[k * stride]. */
-static void term_locals(const emn_form *f, const emn_term *tm, const double *z, const double *w, double *loc,
+/* Local variables of term tm at (z, w): v, u of each slot (then come the
+ * parameters); local k at loc[k * stride]. */
+static void term_states(const emn_form *f, const emn_term *tm, const double *z, const double *w, double *loc,
                         int stride)
 {
     int m = tm->m;
     for (int a = 0; a < m; a++)
         slot_state(f, &f->slots.v[tm->slot[a]], z, w, &loc[a * stride], &loc[(m + a) * stride]);
-    for (int i = 0; i < NPARAM; i++) loc[(2 * m + i) * stride] = tm->k[i];
 }
 
 void emn_form_term_locals(const emn_form *f, const emn_term *tm, const double *z, const double *w,
                           double *loc)
 {
-    term_locals(f, tm, z, w, loc, 1);
+    term_states(f, tm, z, w, loc, 1);
+    emn_form_term_params(f, tm, &loc[2 * tm->m], 1);
 }
 
 /* emn_form_duals' plan, made on first use (only outputs that read branch
@@ -1074,7 +1072,7 @@ static emn_duals *duals_plan(emn_form *f)
         int m = t->m;
         double *c = D->coef + D->off[i];
         for (int v = 0; v < 2 * m; v++) loc[v] = 0;
-        for (int k = 0; k < NPARAM; k++) loc[2 * m + k] = tm->k[k];
+        emn_form_term_params(f, tm, &loc[2 * m], 1);
         loc[2 * m + NPARAM] = loc[2 * m + NPARAM + 1] = 0;
         for (int q = 0; q < m; q++) {
             c[q] = emn_expr_eval(t->p[q], loc);
@@ -1160,7 +1158,7 @@ static void stamp_linear(emn_form *f, emn_term *tm, tcouplings *tc)
     const emn_tmpl *t = tm->tmpl;
     double *loc = f->scratch;
     for (int i = 0; i < 2 * m; i++) loc[i] = 0;
-    for (int i = 0; i < NPARAM; i++) loc[2 * m + i] = tm->k[i];
+    emn_form_term_params(f, tm, &loc[2 * m], 1);
     for (int a = 0; a < m; a++) {
         const emn_lmap *sa = &f->slots.v[tm->slot[a]];
         double p0 = emn_expr_eval(t->p[a], loc), F0 = emn_expr_eval(t->F[a], loc);
@@ -1599,7 +1597,6 @@ emn_form *emn_form_build(const emn_circuit *c, emn_form_kind kind, emn_diag *d)
         for (int k = 0; k < td.nbr; k++) tm.slot[k] = f->elem_branch_slot[td.br[k]];
         for (int k = 0; k < td.nmech; k++) tm.slot[td.nbr + k] = mech_slot(f, node_slot, td.mech[k]);
         if (td.src >= 0) tm.slot[td.nbr + td.nmech] = src_slot(f, src_slot_of, td.src);
-        term_params(f, &td, tm.k);
         tm.tmpl = term_template(f, &tc, scratch, &td);
         if (m > maxm) maxm = m;
         EMN_PUSH(f->terms, tm);
@@ -1671,6 +1668,12 @@ emn_form *emn_form_build(const emn_circuit *c, emn_form_kind kind, emn_diag *d)
     }
     f->bat_start[f->nbatch] = nl.n;
     f->tloc = emn_xcalloc(nloc + 1, sizeof(double));
+    for (int b = 0; b < f->nbatch; b++)         /* the parameters, once: batch() fills the rest */
+        for (int i = f->bat_start[b]; i < f->bat_start[b + 1]; i++) {
+            const emn_term *tm = &f->terms.v[nl.v[i]];
+            double *lane = f->tloc + f->bat_off[b] + (i - f->bat_start[b]);
+            emn_form_term_params(f, tm, lane + 2 * tm->m * EMN_PROG_BATCH, EMN_PROG_BATCH);
+        }
     time_couplings(f, &tcs);
 
     stamp_matrices(f, &tcs);
@@ -1819,7 +1822,7 @@ static double *batch(emn_form *f, int b, const double *z, const double *w, const
     int nv = 2 * f->terms.v[f->nonlinear[i0]].m + NPARAM + 2;
     double ia = a ? 1 / a[0] : 0;
     for (int k = 0; k < nb; k++) {
-        if (z) term_locals(f, &f->terms.v[f->nonlinear[i0 + k]], z, w, blk + k, EMN_PROG_BATCH);
+        if (z) term_states(f, &f->terms.v[f->nonlinear[i0 + k]], z, w, blk + k, EMN_PROG_BATCH);
         if (a) {
             blk[(nv - 2) * EMN_PROG_BATCH + k] = a[0];
             blk[(nv - 1) * EMN_PROG_BATCH + k] = ia;

@@ -81,7 +81,6 @@ typedef struct emn_term {
     int elem;           /* netlist element (first of a coupled group for K) */
     int m;              /* slots */
     int *slot;          /* slot indices into emn_form.slots */
-    double k[4];        /* element parameters (value, x0, ...) */
     emn_tmpl *tmpl;     /* its linear flag: the term's */
 } emn_term;
 
@@ -259,6 +258,10 @@ double emn_form_slot_value(const emn_form *f, int sl, const double *z);
 double emn_form_slot_rate(const emn_form *f, int sl, const double *w);
 
 /* Evaluate a term's local variables vector (v, u, k) at (z, w). */
+/* A term's four parameters (its element's value, a spring's X0, a
+ * coupling's two inductances) at k[0], k[stride], ...: read from the
+ * netlist when asked for, not kept per term. */
+void emn_form_term_params(const emn_form *f, const emn_term *tm, double *k, int stride);
 void emn_form_term_locals(const emn_form *f, const emn_term *tm, const double *z,
                           const double *w, double *loc);
 

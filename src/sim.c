@@ -764,7 +764,7 @@ static int initial_state(sim *S, const double *zop, const double *wop, double *z
             loc[a] = v0[tm->slot[a]];
             loc[m + a] = u0[tm->slot[a]];
         }
-        for (int q = 0; q < 4; q++) loc[2 * m + q] = tm->k[q];
+        emn_form_term_params(f, tm, &loc[2 * m], 1);
         for (int a = 0; a < m; a++) {
             double pa = emn_tmpl_eval_p(tm->tmpl, a, loc);
             const emn_lmap *s = &f->slots.v[tm->slot[a]];
