@@ -1306,14 +1306,12 @@ static void stamp_matrices(emn_form *f, const tcouplings *tc)
         m->rptr = emn_xcalloc((size_t)n + 2, sizeof(int));
         for (int k = 0; k < nz; k++) m->rptr[row[q][k] + 2]++;
         for (int i = 0; i < n; i++) m->rptr[i + 2] += m->rptr[i + 1];
-        m->row = emn_xmalloc((size_t)nz * sizeof(int) + 1);
         m->col = emn_xmalloc((size_t)nz * sizeof(int) + 1);
         m->slot = emn_xmalloc((size_t)nz * sizeof(int) + 1);
         m->val = emn_xmalloc((size_t)nz * sizeof(double) + 1);
         for (int col = 0; col < n; col++)
             for (int k = cptr[q][col]; k < cptr[q][col + 1]; k++) {
                 int at = m->rptr[row[q][k] + 1]++;
-                m->row[at] = row[q][k];
                 m->col[at] = col;
                 m->slot[at] = slot[q][k];
                 m->val[at] = val[q][k];
@@ -1726,7 +1724,7 @@ void emn_form_free(emn_form **pf)
     free(f->scratch);
     free(f->bout);
     for (int q = 0; q < 4; q++) {
-        free(f->lin[q].rptr); free(f->lin[q].rows); free(f->lin[q].row); free(f->lin[q].col);
+        free(f->lin[q].rptr); free(f->lin[q].rows); free(f->lin[q].col);
         free(f->lin[q].slot); free(f->lin[q].val);
     }
     free(f->need_int);
@@ -2025,7 +2023,7 @@ void emn_form_inertia(const emn_form *f, bool *has)
 {
     for (int j = 0; j < f->n; j++) has[j] = false;
     const emn_cmat *M = &f->lin[1];     /* dp/dw */
-    for (int k = 0; k < M->nnz; k++) has[M->row[k]] = true;
+    for (int r = 0; r < M->nrows; r++) has[M->rows[r]] = true;
     /* a nonlinear term's momentum for slot a reads rates if p[a] depends
      * on locals m .. 2m - 1 */
     for (int i = 0; i < f->nnonlinear; i++) {

@@ -68,12 +68,12 @@ static inline int *emn_lmap_di(const emn_lmap *m) { return emn_lmap_ci(m) + m->n
 typedef struct emn_tmpl emn_tmpl;   /* a term's expressions and their tapes */
 
 /* A constant matrix as its entries in row order (each row's columns
- * ascending): entry e is (row[e], col[e]) = val[e], at slot[e] of the
- * Newton matrix; row i's entries are rptr[i] .. rptr[i + 1] - 1, and rows
- * lists the nrows rows that have any. */
+ * ascending): row i's entries are e = rptr[i] .. rptr[i + 1] - 1, entry e
+ * is (i, col[e]) = val[e], at slot[e] of the Newton matrix; rows lists
+ * the nrows rows that have any. */
 typedef struct emn_cmat {
     int nnz, nrows;
-    int *rptr, *rows, *row, *col, *slot;
+    int *rptr, *rows, *col, *slot;
     double *val;
 } emn_cmat;
 

@@ -178,16 +178,19 @@ static void stamp(opsys *o, const rows *m)
         for (int q = 0; q < 4; q++) {
             const emn_cmat *M = &lin[q];
             double *rowp = q == 0 ? m->pz : m->pw;
-            for (int e = 0; e < M->nnz; e++) {
-                int k = M->slot[e];
-                double v = M->val[e];
-                switch (q) {
-                case 0: o->K.Ax[o->kw[k]] -= v; break;                          /* dp/dz */
-                case 2: o->K.Ax[o->kz[k]] += v; o->K.Ax[o->k2[k]] += v; break; /* dF/dz */
-                case 3: o->K.Ax[o->kw[k]] += v; break;                          /* dF/dw */
-                default: break;
+            for (int r = 0; r < M->nrows; r++) {
+                int i = M->rows[r];
+                for (int e = M->rptr[i]; e < M->rptr[i + 1]; e++) {
+                    int k = M->slot[e];
+                    double v = M->val[e];
+                    switch (q) {
+                    case 0: o->K.Ax[o->kw[k]] -= v; break;                          /* dp/dz */
+                    case 2: o->K.Ax[o->kz[k]] += v; o->K.Ax[o->k2[k]] += v; break; /* dF/dz */
+                    case 3: o->K.Ax[o->kw[k]] += v; break;                          /* dF/dw */
+                    default: break;
+                    }
+                    if (q < 2) rowp[i] = fmax(rowp[i], fabs(v));
                 }
-                if (q < 2) rowp[M->row[e]] = fmax(rowp[M->row[e]], fabs(v));
             }
         }
     }
