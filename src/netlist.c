@@ -767,7 +767,7 @@ static void end_subckt(emn_build *b, card *k)
 }
 
 static void card_end(emn_build *b);
-static bool streamable(emn_build *b, const card *k);
+static bool streamable(const card *k);
 static void add_card(emn_build *b, const inst *in, const card *k);
 
 void emn_build_card_end(emn_build *b)
@@ -820,7 +820,7 @@ static void card_end(emn_build *b)
         }
     }
     if (!b->open && w[0] != '.') {
-        if (!b->waiting && streamable(b, k)) {
+        if (!b->waiting && streamable(k)) {
             add_card(b, &b->top_inst, k);
             emn_arena_release(b->tmp, b->card_mark);
             return;
@@ -2020,9 +2020,8 @@ static bool param_free(const emn_field *f)
  * parameter could give (.param lines anywhere in the file apply).  Built
  * early or late, the elements keep the file's order and the same
  * meaning; a grid deck's cards are all of this kind and never pile up. */
-static bool streamable(emn_build *b, const card *k)
+static bool streamable(const card *k)
 {
-    (void)b;
     const char *w = emn_build_text(k->loc);
     if (tolower((unsigned char)w[0]) == 'x') return false;
     int kind = kind_of_letter(w[0]);

@@ -191,7 +191,8 @@ static void mech_state(sim *S, const double *z, const double *w)
     for (int k = 0; k < S->nmnodes; k++) {
         int v = S->mnodes[k];
         if (S->c->nodes.v[v].jdef < 0) continue;
-        double x = xrate_value(xrate_at(S->xnode, v), S->nx), u = xrate_rate(xrate_at(S->xnode, v), S->nx, S->nu);
+        const xrate *xr = xrate_at(S->xnode, v);
+        double x = xrate_value(xr, S->nx), u = xrate_rate(xr, S->nx, S->nu);
         S->nx[v] = x;       /* J nodes depend only on free nodes: order does not matter */
         S->nu[v] = u;
     }
@@ -499,10 +500,10 @@ static void sim_init(sim *S, const emn_circuit *c, emn_form *f, bool want_prints
         }
     for (int v = 1; v < S->nn; v++) {
         if (c->nodes.v[v].jdef >= 0) xrate_set(S->ar, &S->xnode, S->nn, v, emn_form_xnode(f, v));
-        if (!S->charge && f->node_mech && f->node_mech[v]) xrate_set(S->ar, &S->nmech, S->nn, v, f->node_mech[v]);
+        if (!S->charge && f->node_mech) xrate_set(S->ar, &S->nmech, S->nn, v, f->node_mech[v]);
     }
     for (int e = 0; e < S->ne; e++)
-        if (f->elem_branch_mech && f->elem_branch_mech[e]) xrate_set(S->ar, &S->bmech, S->ne, e, f->elem_branch_mech[e]);
+        if (f->elem_branch_mech) xrate_set(S->ar, &S->bmech, S->ne, e, f->elem_branch_mech[e]);
 
     sigvec sg = {0};
     if (want_prints) for (int k = 0; k < c->prints.n; k++) EMN_PUSH(sg, c->prints.v[k]);

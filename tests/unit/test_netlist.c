@@ -256,7 +256,8 @@ static void test_expressions(void)
     bool in_order = c && c->elems.n == 8;
     for (int i = 0; in_order && i < 8; i++) in_order = strcmp(c->elems.v[i].name, order[i]) == 0;
     ok(in_order, "streaming: elements in the file's order");
-    ok(c && el(c, "v1")->src->dc == 2 && el(c, "i1")->src->args[3] == 3e-3 && fabs(el(c, "r4")->value - M_PI) < 1e-15 &&
+    ok(c && el(c, "v1")->src->dc == 2 && el(c, "i1")->src->args[3] == 3e-3 &&
+           fabs(el(c, "r4")->value - M_PI) < 1e-15 &&
            el(c, "r.x1.r1")->value == 3 && el(c, "v2")->src->dc == 4 && el(c, "r3")->value == 2e3,
        "streaming: values, parameters defined after their use");
     emn_netlist_free(&c);
