@@ -17,6 +17,10 @@ mkdir -p "$out/grammar"
 if [ -f /usr/include/suitesparse/klu.h ]; then
     echo '#define HAVE_SUITESPARSE_KLU_H 1' > "$out/config.h"
 fi
+# CHOLMOD's partition module (configure checks the same): the chain split
+if [ -f /usr/include/suitesparse/cholmod_partition.h ]; then
+    printf '#define HAVE_CHOLMOD_BISECT 1\n#define HAVE_CHOLMOD_CAMD 1\n' >> "$out/config.h"
+fi
 bison -o "$out/grammar/parser.c" --defines="$out/grammar/parser.h" "$top/grammar/parser.y"
 flex -o "$out/grammar/lexer.c" --header-file="$out/grammar/lexer.h" "$top/grammar/lexer.l"
 
@@ -28,11 +32,11 @@ replay)    cc=${CC:-gcc}; cflags="$san"; extra=-DEMN_FUZZ_MAIN ;;
 *) echo "usage: $0 [libfuzzer|afl|replay] [outdir]" >&2; exit 2 ;;
 esac
 srcs=""
-for f in util diag expr netlist wave sparse topo elem form integ sim op output; do
+for f in util diag expr netlist wave sparse par topo elem form integ sim op output; do
     srcs="$srcs $top/src/$f.c"
 done
 # shellcheck disable=SC2086
 $cc -std=gnu11 -g -O1 $cflags $extra -I"$out" -I"$out/grammar" -I"$top/src" -I"$top/grammar" \
     -w $srcs "$out/grammar/parser.c" "$out/grammar/lexer.c" "$top/tests/fuzz/fuzz_netlist.c" \
-    -o "$out/fuzz_netlist" -lklu -lm
+    -o "$out/fuzz_netlist" -lklu -lcholmod -lpthread -lm
 echo "$out/fuzz_netlist"
