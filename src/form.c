@@ -421,9 +421,7 @@ static int build_flux(emn_form *f, const egraph *eg, const emn_forest *fr, emn_d
         int v = order[k];
         int b = cf.parent_branch[v];
         if (b < 0) {
-            if (group_coord[v] >= 0) acc_add(&mc[v], group_coord[v], 1);
-            ex_set(&f->node_mech, nn, v, NULL);
-            ex_set(&f->node_mech_p, nn, v, NULL);
+            if (group_coord[v] >= 0) acc_add(&mc[v], group_coord[v], 1);     /* no coil offset */
         } else {
             int p = cf.parent[v];
             double sgn = eg->from[b] == v ? +1 : -1;   /* lambda(v) = lambda(p) +- Lambda_b */
@@ -1136,13 +1134,11 @@ double emn_form_slot_value(const emn_form *f, int sl, const double *z)
     return v;
 }
 
+static double slot_rate(const emn_form *f, const emn_lmap *s, const double *w);
+
 double emn_form_slot_rate(const emn_form *f, int sl, const double *w)
 {
-    const emn_lmap *s = &f->slots.v[sl];
-    double u = 0;
-    for (int q = 0; q < s->nc; q++) u += s->c[q] * w[emn_lmap_ci(s)[q]];
-    for (int q = 0; q < s->nd; q++) u += emn_lmap_d(s)[q] * f->s[emn_lmap_di(s)[q]];
-    return u;
+    return slot_rate(f, &f->slots.v[sl], w);
 }
 
 /* A linear term's coupling of slot a to slot b: the four second

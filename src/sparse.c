@@ -611,6 +611,14 @@ static void free_pattern(ldl_pattern **pp)
     *pp = NULL;
 }
 
+/* Entries of L an analysis plans, its diagonal included. */
+static double planned_lnz(const cholmod_factor *sym)
+{
+    double lnz = 0;
+    for (size_t k = 0; k < sym->n; k++) lnz += ((const int *)sym->ColCount)[k];
+    return lnz;
+}
+
 /* CHOLMOD's analysis in the order perm as given: not AMD's again, nor
  * postordered.  NULL if it fails. */
 static cholmod_factor *analyze_given(cholmod_sparse *S, cholmod_common *cc, int *perm)
@@ -638,9 +646,7 @@ static cholmod_factor *bisected(cholmod_sparse *S, cholmod_common *cc, double ln
     cholmod_memory(cc);
     if (sep > 0 && sep < n / 4 && cholmod_camd(S, NULL, 0, part, perm, cc)) {
         cut = analyze_given(S, cc, perm);
-        double fill = 0;
-        for (int k = 0; cut && k < n; k++) fill += ((const int *)cut->ColCount)[k];
-        if (cut && fill > 1.1 * lnz) cholmod_free_factor(&cut, cc);
+        if (cut && planned_lnz(cut) > 1.1 * lnz) cholmod_free_factor(&cut, cc);
     }
     cholmod_memory(cc);
     free(part);
@@ -662,8 +668,7 @@ static ldl_pattern *analyze_ldl(emn_lu *o, const emn_sparse *A)
     cholmod_memory(cc);
     if (!sym) return NULL;
     int n = A->n, n0 = 0, t0 = 0;
-    double lnz = 0;
-    for (int k = 0; k < n; k++) lnz += ((const int *)sym->ColCount)[k];
+    double lnz = planned_lnz(sym);
     if (lnz >= EMN_LDL_HALVES_MIN) {
         int *perm = emn_xmalloc(((size_t)n + 1) * sizeof(int));
         bool split = plan_halves(A, sym, perm, &n0, &t0);
@@ -999,7 +1004,7 @@ size_t emn_lu_bytes(const emn_lu *lu)
 {
     size_t b = lu->common.memusage;
     const emn_lu *o = lu->share ? lu->share : lu;
-    if (lu->Lx && o->pat) b += ((size_t)o->pat->Lp[o->pat->n] + 2 * (size_t)o->pat->n) * sizeof(double);
+    if (lu->Lx && o->pat) b += ((size_t)o->pat->Lp[o->pat->n] + (size_t)o->pat->n) * sizeof(double);   /* L, 1/D */
     return b;
 }
 
