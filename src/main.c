@@ -140,6 +140,7 @@ static void summary(const emn_sim_result *r, emn_form_kind k)
 
 int main(int argc, char **argv)
 {
+    emn_alloc_setup();
     cli a;
     int rc = parse_args(argc, argv, &a);
     if (rc >= 0) return rc;

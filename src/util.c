@@ -12,6 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <malloc.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 static void out_of_memory(size_t size)
 {
@@ -19,25 +22,79 @@ static void out_of_memory(size_t size)
     exit(3);
 }
 
+/*
+ * A large circuit spends much of its setup in page faults: each 4 KiB page
+ * of a freshly grown array traps into the kernel once, and a virtual
+ * machine makes the trap dear.  Once the process has HUGE_FROM bytes in
+ * use, memory is marked for transparent huge pages before it is touched,
+ * so that one fault maps 2 MiB: the heap beyond its top (grown HEAP_STEP at
+ * a time) and every large array.  Smaller processes keep small pages: a
+ * huge page partly used by freed pieces would cost them a larger share.
+ */
+#define HUGE_PAGE ((uintptr_t)2 << 20)
+#define HUGE_FROM ((size_t)64 << 20)
+#define HEAP_STEP ((size_t)32 << 20)
+
+static struct {
+    uintptr_t heap_top;     /* the heap's top when last seen */
+    bool huge;              /* marking memory for huge pages */
+} mem;
+
+static void huge_range(uintptr_t a, uintptr_t b)
+{
+#ifdef MADV_HUGEPAGE
+    a = (a + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
+    b &= ~(HUGE_PAGE - 1);
+    if (b > a) madvise((void *)a, b - a, MADV_HUGEPAGE);
+#else
+    (void)a, (void)b;
+#endif
+}
+
+static void *seen(void *p, size_t size)
+{
+    uintptr_t top = (uintptr_t)sbrk(0);
+    if (top == (uintptr_t)-1 || !mem.heap_top) return p;
+    if (!mem.huge && (top != mem.heap_top || size >= HUGE_PAGE)) {
+        struct mallinfo2 mi = mallinfo2();
+        mem.huge = mi.uordblks + mi.hblkhd >= HUGE_FROM;
+        mem.heap_top = top;
+    }
+    if (!mem.huge) return p;
+    if (top > mem.heap_top) huge_range(mem.heap_top, top);
+    mem.heap_top = top;
+    if (size >= HUGE_PAGE) huge_range((uintptr_t)p, (uintptr_t)p + size);
+    return p;
+}
+
+void emn_alloc_setup(void)
+{
+    mallopt(M_TOP_PAD, HEAP_STEP);
+    mallopt(M_TRIM_THRESHOLD, 2 * HEAP_STEP);
+    mallopt(M_MMAP_THRESHOLD, HEAP_STEP);
+    uintptr_t top = (uintptr_t)sbrk(0);
+    if (top != (uintptr_t)-1) mem.heap_top = top;
+}
+
 void *emn_xmalloc(size_t size)
 {
     void *p = malloc(size ? size : 1);
     if (!p) out_of_memory(size);
-    return p;
+    return seen(p, size);
 }
 
 void *emn_xcalloc(size_t n, size_t size)
 {
     void *p = calloc(n ? n : 1, size ? size : 1);
     if (!p) out_of_memory(n * size);
-    return p;
+    return seen(p, n * size);
 }
 
 void *emn_xrealloc(void *p, size_t size)
 {
     void *q = realloc(p, size ? size : 1);
     if (!q) out_of_memory(size);
-    return q;
+    return seen(q, size);
 }
 
 char *emn_xstrdup(const char *s)

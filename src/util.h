@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdbool.h>
 
+void emn_alloc_setup(void);
 void *emn_xmalloc(size_t size);
 void *emn_xcalloc(size_t n, size_t size);
 void *emn_xrealloc(void *p, size_t size);
