@@ -12,9 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#if HAVE_MALLOPT && HAVE_MALLINFO2 && HAVE_MADVISE
 #include <malloc.h>
 #include <sys/mman.h>
 #include <unistd.h>
+#define EMN_HUGE_PAGES 1
+#endif
 
 static void out_of_memory(size_t size)
 {
@@ -31,6 +34,7 @@ static void out_of_memory(size_t size)
  * a time) and every large array.  Smaller processes keep small pages: a
  * huge page partly used by freed pieces would cost them a larger share.
  */
+#if EMN_HUGE_PAGES
 #define HUGE_PAGE ((uintptr_t)2 << 20)
 #define HUGE_FROM ((size_t)64 << 20)
 #define HEAP_STEP ((size_t)32 << 20)
@@ -42,13 +46,9 @@ static struct {
 
 static void huge_range(uintptr_t a, uintptr_t b)
 {
-#ifdef MADV_HUGEPAGE
     a = (a + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
     b &= ~(HUGE_PAGE - 1);
     if (b > a) madvise((void *)a, b - a, MADV_HUGEPAGE);
-#else
-    (void)a, (void)b;
-#endif
 }
 
 static void *seen(void *p, size_t size)
@@ -75,6 +75,15 @@ void emn_alloc_setup(void)
     uintptr_t top = (uintptr_t)sbrk(0);
     if (top != (uintptr_t)-1) mem.heap_top = top;
 }
+#else
+static void *seen(void *p, size_t size)
+{
+    (void)size;
+    return p;
+}
+
+void emn_alloc_setup(void) {}
+#endif
 
 void *emn_xmalloc(size_t size)
 {
