@@ -309,30 +309,45 @@ static void build_charge(emn_form *f, const egraph *eg, const emn_forest *fr)
 {
     const emn_circuit *c = f->c;
     int nb = eg->g.nbranches;
-    acc *bc = emn_xcalloc((size_t)nb + 1, sizeof(acc)), *bd = emn_xcalloc((size_t)nb + 1, sizeof(acc));
+    emn_lmap *m = emn_xcalloc((size_t)nb + 1, sizeof *m);
+    int *placed = emn_xcalloc((size_t)nb + 1, 2 * sizeof(int));    /* per branch: coordinates, sources */
     int *br = emn_xmalloc((size_t)(c->nodes.n + 2) * sizeof(int));
     int *sg = emn_xmalloc((size_t)(c->nodes.n + 2) * sizeof(int));
     coordvec coords = {0};
-    for (int b = 0; b < nb; b++) {
-        if (fr->in_tree[b]) continue;
-        int e = eg->elem[b];
-        int len = emn_topo_loop(&eg->g, fr, b, br, sg);
-        if (eg->rank[b] < 0) {          /* current source: prescribed loop charge */
-            int s = f->elem_src[e];
-            for (int k = 0; k < len; k++) acc_add(&bd[br[k]], s, sg[k]);
-        } else {
-            int j = coords.n;
-            EMN_PUSH(coords, ((emn_coord){EMN_COORD_LOOP, -1, e}));
-            for (int k = 0; k < len; k++) acc_add(&bc[br[k]], j, sg[k]);
+    /* Each branch's map holds the loops through it.  A loop passes a
+     * branch once and each coordinate and source has one loop, so nothing
+     * merges: one pass over the loops counts each branch's entries, a
+     * second places them, in the order of the loops (a grid's charge
+     * formulation has 10^6 of them, so no growing lists). */
+    for (int pass = 0; pass < 2; pass++) {
+        for (int b = 0; b < nb; b++) {
+            if (fr->in_tree[b]) continue;
+            int e = eg->elem[b];
+            int len = emn_topo_loop(&eg->g, fr, b, br, sg);
+            bool src = eg->rank[b] < 0;      /* current source: prescribed loop charge */
+            int id = src ? f->elem_src[e] : coords.n;
+            if (pass && !src) EMN_PUSH(coords, ((emn_coord){EMN_COORD_LOOP, -1, e}));
+            for (int k = 0; k < len; k++) {
+                emn_lmap *mb = &m[br[k]];
+                if (!pass) {
+                    *(src ? &mb->nd : &mb->nc) += 1;
+                } else if (src) {
+                    int q = placed[2 * br[k] + 1]++;
+                    emn_lmap_di(mb)[q] = id;
+                    emn_lmap_d(mb)[q] = sg[k];
+                } else {
+                    int q = placed[2 * br[k]]++;
+                    emn_lmap_ci(mb)[q] = id;
+                    mb->c[q] = sg[k];
+                }
+            }
         }
+        if (!pass)
+            for (int b = 0; b < nb; b++) lmap_alloc(f->ar, &m[b], m[b].nc, m[b].nd);
     }
-    for (int b = 0; b < nb; b++) {
-        emn_lmap m;
-        acc_take(f->ar, &bc[b], &bd[b], &m);
-        f->elem_branch_slot[eg->elem[b]] = add_slot(f, m);
-    }
-    free(bc);
-    free(bd);
+    for (int b = 0; b < nb; b++) f->elem_branch_slot[eg->elem[b]] = add_slot(f, m[b]);
+    free(m);
+    free(placed);
     free(br);
     free(sg);
     f->ne = f->nloops = coords.n;
@@ -1350,9 +1365,20 @@ static void time_couplings(emn_form *f, const tcouplings *tc)
     int ns = f->nsrc, n = f->n;
     int *er, *eq, *start = bucket_couplings(f, tc, true, ns, &er, &eq);
     int *at = emn_xmalloc(((size_t)n + 1) * sizeof(int));
+    /* at most one entry per coefficient of each coupling's first slot, in
+     * each half: room for them all at once (a grid's charge formulation
+     * has some 10^6), not by doubling; what is not used is not touched */
+    int bound = 0;
+    for (int l = 0; l < f->nlive; l++) {
+        int src = f->live_src[l];
+        for (int e = start[src]; e < start[src + 1]; e++) bound += 2 * f->slots.v[tc->v[er[e]].sa].nc;
+    }
     for (int which = 0; which < 2; which++) {      /* p's couplings, then F's */
         struct { int *v; int n, cap; } row = {0}, col = {0};
         struct { double *v; int n, cap; } val = {0};
+        EMN_GROW(row, bound);
+        EMN_GROW(col, bound);
+        EMN_GROW(val, bound);
         for (int j = 0; j < n; j++) at[j] = -1;
         for (int half = 0; half < 2; half++) {     /* integral columns, then value columns */
             int di = 2 * which + half;
