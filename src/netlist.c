@@ -2114,6 +2114,14 @@ static emn_circuit *read_netlist(const char *path, const char *text, long len, e
         free(real);
         add_node(&b, "0", EMN_NOLOC);
         map_put(&b.nodes, "gnd", 0);
+        /* a line holds at most one element card: room for as many as the
+         * file has lines at once, rather than by doubling (each step
+         * copies, rehashes and touches fresh memory; a grid deck has 10^5
+         * to 10^6 cards).  Room not used is never touched. */
+        int room = f->nlines < b.max_cards ? f->nlines : (int)b.max_cards;
+        EMN_GROW(c->elems, room);
+        EMN_GROW(b.einfo, room);
+        map_reserve(&b.elems, room);
         read_file(&b, f, true);
         for (subckt *s = b.open; s; s = s->outer)
             emn_diag_error(d, s->loc, "missing .ends for subcircuit '%s'", s->name ? s->name : "");
