@@ -379,9 +379,17 @@ typedef struct sigvec { emn_signal *v; int n, cap; } sigvec;
 static void push_signal(emn_arena *ar, const emn_circuit *c, sigvec *out, emn_sigkind kind, int node, int elem)
 {
     static const char *const prefix[] = {"v", "x", "i", "q", "phi", "f", "w"};    /* ORDER emn_sigkind */
-    char *t = emn_xasprintf("%s(%s)", prefix[kind], node > 0 ? c->nodes.v[node].name : c->elems.v[elem].name);
-    EMN_PUSH(*out, ((emn_signal){kind, {node > 0 ? node : 0, 0}, elem, 0, emn_arena_strdup(ar, t), EMN_NOLOC}));
-    free(t);
+    /* "v(name)", put together by hand: a grid has 10^5 of them, and
+     * printf's machinery cost more than the rest of listing them */
+    const char *pre = prefix[kind], *name = node > 0 ? c->nodes.v[node].name : c->elems.v[elem].name;
+    size_t lp = strlen(pre), ln = strlen(name);
+    char *t = emn_arena_alloc(ar, lp + ln + 3);
+    memcpy(t, pre, lp);
+    t[lp] = '(';
+    memcpy(t + lp + 1, name, ln);
+    t[lp + 1 + ln] = ')';
+    t[lp + 2 + ln] = '\0';
+    EMN_PUSH(*out, ((emn_signal){kind, {node > 0 ? node : 0, 0}, elem, 0, t, EMN_NOLOC}));
 }
 
 /* The signals saved when .save names none: every node's voltage (or
