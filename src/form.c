@@ -20,6 +20,7 @@
 #include "wave.h"
 
 #include <assert.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1368,17 +1369,18 @@ static void time_couplings(emn_form *f, const tcouplings *tc)
     /* at most one entry per coefficient of each coupling's first slot, in
      * each half: room for them all at once (a grid's charge formulation
      * has some 10^6), not by doubling; what is not used is not touched */
-    int bound = 0;
+    long bound = 0;
     for (int l = 0; l < f->nlive; l++) {
         int src = f->live_src[l];
-        for (int e = start[src]; e < start[src + 1]; e++) bound += 2 * f->slots.v[tc->v[er[e]].sa].nc;
+        for (int e = start[src]; e < start[src + 1]; e++) bound += 2L * f->slots.v[tc->v[er[e]].sa].nc;
     }
+    if (bound > INT_MAX / 16) bound = 0;       /* past that, grown as needed */
     for (int which = 0; which < 2; which++) {      /* p's couplings, then F's */
         struct { int *v; int n, cap; } row = {0}, col = {0};
         struct { double *v; int n, cap; } val = {0};
-        EMN_GROW(row, bound);
-        EMN_GROW(col, bound);
-        EMN_GROW(val, bound);
+        EMN_GROW(row, (int)bound);
+        EMN_GROW(col, (int)bound);
+        EMN_GROW(val, (int)bound);
         for (int j = 0; j < n; j++) at[j] = -1;
         for (int half = 0; half < 2; half++) {     /* integral columns, then value columns */
             int di = 2 * which + half;

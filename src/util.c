@@ -33,6 +33,8 @@ static void out_of_memory(size_t size)
  * so that one fault maps 2 MiB: the heap beyond its top (grown HEAP_STEP at
  * a time) and every large array.  Smaller processes keep small pages: a
  * huge page partly used by freed pieces would cost them a larger share.
+ * Only the main thread allocates (the helper's halves, par.h, do not), so
+ * the state below needs no lock.
  */
 #if EMN_HUGE_PAGES
 #define HUGE_PAGE ((uintptr_t)2 << 20)
