@@ -1290,11 +1290,14 @@ static void stamp_matrices(emn_form *f, const tcouplings *tc)
             const tcoupling *t = &tc->v[er[e]];
             const emn_lmap *sa = &f->slots.v[t->sa];
             double cb = f->slots.v[t->sb].c[eq[e]];
-            for (int qa = 0; qa < sa->nc; qa++) {
-                double cc = sa->c[qa] * cb;
-                double *b = buf + pos[emn_lmap_ci(sa)[qa]];
-                for (int q = 0; q < 4; q++)
-                    if (t->d[q] != 0) b[q * (maxc + 1)] += cc * t->d[q];
+            /* by matrix, then by coefficient: a coupling has one or two
+             * of the four (a resistor only dF/dw); each entry's sum runs
+             * in the same order either way */
+            const int *ci = emn_lmap_ci(sa);
+            for (int q = 0; q < 4; q++) {
+                double dq = t->d[q], *b = buf + q * (maxc + 1);
+                if (dq == 0) continue;
+                for (int qa = 0; qa < sa->nc; qa++) b[pos[ci[qa]]] += sa->c[qa] * cb * dq;
             }
         }
         for (int q = 0; q < 4; q++) {
