@@ -10,11 +10,12 @@ function say(ok, what, got) { printf "%-8s %-58s %s\n", ok == "" ? "NOT RUN" : v
 	st[c] = $7; nw[c] = $9; un[c] = $2; ee[c] = $15; ne[c] = $16
 	# Growth is judged on user + system time where GNU time gave it: on a
 	# shared machine wall time also measures the neighbours.
-	# A size whose run took no measurable time (0.00 s) says nothing of
-	# its time per step and is left out.
+	# A size whose run took under 0.1 s, ten ticks of GNU time, says
+	# little of its time per step (0.02 s may be 0.015 or 0.025) and is
+	# left out of the growth.
 	if (num($7) && $7 > 0) {
-		if (num($20)) { if ($20 > 0) { tps[c] = $20 / $7; tkind = "CPU" } }
-		else if (num($3) && $3 > 0) tps[c] = $3 / $7
+		if (num($20)) { if ($20 >= 0.1) { tps[c] = $20 / $7; tkind = "CPU" } }
+		else if (num($3) && $3 >= 0.1) tps[c] = $3 / $7
 		# wall time too, shown beside: emnet's second core (par.h) adds
 		# CPU time (a helper thread's halves and its spin-waits) that
 		# the user does not wait for
