@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdbool.h>
 
+/* once, first thing in main: how malloc grows (util.c, huge pages) */
 void emn_alloc_setup(void);
 void *emn_xmalloc(size_t size);
 void *emn_xcalloc(size_t n, size_t size);
