@@ -383,7 +383,7 @@ static void push_signal(emn_arena *ar, const emn_circuit *c, sigvec *out, emn_si
      * printf's machinery cost more than the rest of listing them */
     const char *pre = prefix[kind], *name = node > 0 ? c->nodes.v[node].name : c->elems.v[elem].name;
     size_t lp = strlen(pre), ln = strlen(name);
-    char *t = emn_arena_alloc(ar, lp + ln + 3);
+    char *t = emn_arena_alloc_aligned(ar, lp + ln + 3, 1);     /* packed, as strings are */
     memcpy(t, pre, lp);
     t[lp] = '(';
     memcpy(t + lp + 1, name, ln);
