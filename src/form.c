@@ -1279,9 +1279,9 @@ static void stamp_matrices(emn_form *f, const tcouplings *tc)
     int *cptr[4];               /* by columns first, as J is built */
     for (int q = 0; q < 4; q++) {
         cptr[q] = emn_xcalloc((size_t)n + 1, sizeof(int));
-        row[q] = emn_xmalloc((size_t)J->nnz * sizeof(int) + 1);
-        slot[q] = emn_xmalloc((size_t)J->nnz * sizeof(int) + 1);
-        val[q] = emn_xmalloc((size_t)J->nnz * sizeof(double) + 1);
+        row[q] = emn_xreserve((size_t)J->nnz * sizeof(int) + 1);
+        slot[q] = emn_xreserve((size_t)J->nnz * sizeof(int) + 1);
+        val[q] = emn_xreserve((size_t)J->nnz * sizeof(double) + 1);
     }
     for (int col = 0; col < n; col++) {
         int p0 = J->Ap[col], len = J->Ap[col + 1] - p0;

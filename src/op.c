@@ -71,7 +71,7 @@ static void opsys_init(opsys *o, emn_form *f)
      * down, the (R1, w) ones (dF/dw - dp/dz, the proximal eps dp/dw, and
      * always the diagonal).  A slot with no entry of a block gets -1. */
     int *Kp = emn_xmalloc((2 * (size_t)n + 1) * sizeof(int));
-    int *Ki = emn_xmalloc((3 * (size_t)J->nnz + (size_t)n + 1) * sizeof(int));
+    int *Ki = emn_xreserve((3 * (size_t)J->nnz + (size_t)n + 1) * sizeof(int));
     int *hz = emn_xmalloc((size_t)J->nnz * sizeof(int) + 1);
     int *hw = emn_xmalloc((size_t)J->nnz * sizeof(int) + 1);
     int *h2 = emn_xmalloc((size_t)J->nnz * sizeof(int) + 1);

@@ -10,11 +10,21 @@
 #include <stddef.h>
 #include <stdbool.h>
 
-/* once, first thing in main: how malloc grows (util.c, huge pages) */
+/* once, first thing in main: how malloc grows and maps (util.c: huge
+ * pages, mapping in bulk) */
 void emn_alloc_setup(void);
+/* A large block from these is mapped at once, on the assumption that it
+ * will be written whole. */
 void *emn_xmalloc(size_t size);
 void *emn_xcalloc(size_t n, size_t size);
+/* Room on an upper bound, of which only the part written is ever mapped;
+ * likewise the room emn_xrealloc grows beyond the old contents. */
+void *emn_xreserve(size_t size);
 void *emn_xrealloc(void *p, size_t size);
+/* emn_xmalloc and emn_xcalloc that return NULL on failure, as libraries'
+ * allocation hooks expect (sparse.c gives them to KLU) */
+void *emn_malloc_mapped(size_t size);
+void *emn_calloc_mapped(size_t n, size_t size);
 char *emn_xstrdup(const char *s);
 char *emn_xstrndup(const char *s, size_t n);
 /* printf into a freshly allocated string */
