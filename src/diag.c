@@ -33,18 +33,25 @@ static void index_lines(emn_srcfile *f)
     f->nlines = n - 1;
 }
 
-emn_srcfile *emn_diag_add_text(emn_diag *d, const char *path, const char *text, long len)
+/* text: len bytes and room for one more, taken over */
+static emn_srcfile *adopt_text(emn_diag *d, const char *path, char *text, long len)
 {
     emn_srcfile *f = emn_xcalloc(1, sizeof *f);
     f->path = emn_xstrdup(path);
-    f->text = emn_xmalloc((size_t)len + 1);
-    memcpy(f->text, text, (size_t)len);
+    f->text = text;
     f->text[len] = '\0';
     f->len = len;
     index_lines(f);
     f->next = d->files;
     d->files = f;
     return f;
+}
+
+emn_srcfile *emn_diag_add_text(emn_diag *d, const char *path, const char *text, long len)
+{
+    char *copy = emn_xmalloc((size_t)len + 1);
+    memcpy(copy, text, (size_t)len);
+    return adopt_text(d, path, copy, len);
 }
 
 emn_srcfile *emn_diag_read_file(emn_diag *d, const char *path, emn_loc from)
@@ -65,20 +72,30 @@ emn_srcfile *emn_diag_read_file(emn_diag *d, const char *path, emn_loc from)
         emn_diag_error(d, from, "cannot read '%s': %s", path, strerror(errno));
         return NULL;
     }
+    /* A regular file is read straight into a buffer of its size (and one
+     * byte more, to see that it did not grow); a pipe into a growing one. */
     emn_buf b = {0};
-    char chunk[65536];
+    if (fstat(fileno(fp), &st) == 0 && S_ISREG(st.st_mode) && st.st_size < EMN_MAX_FILE_BYTES) {
+        b.cap = (int)st.st_size + 2;
+        b.v = emn_xmalloc((size_t)b.cap);
+    }
     size_t got;
-    while ((got = fread(chunk, 1, sizeof chunk, fp)) > 0) {
-        /* Offsets and line starts are ints. */
-        if ((long)b.n + (long)got > EMN_MAX_FILE_BYTES) {
+    for (;;) {
+        /* offsets and line starts are ints */
+        if ((long)b.n > EMN_MAX_FILE_BYTES) {
             fclose(fp);
             emn_buf_free(&b);
             emn_diag_error(d, from, "cannot read '%s': larger than %ld bytes", path,
                            (long)EMN_MAX_FILE_BYTES);
             return NULL;
         }
-        EMN_GROW(b, b.n + (int)got + 1);
-        memcpy(b.v + b.n, chunk, got);
+        if (b.cap - b.n < 2) {
+            long cap = b.cap ? 2L * b.cap : 65536;
+            if (cap > EMN_MAX_FILE_BYTES + 2) cap = EMN_MAX_FILE_BYTES + 2;
+            b.v = emn_xrealloc(b.v, (size_t)cap);
+            b.cap = (int)cap;
+        }
+        if (!(got = fread(b.v + b.n, 1, (size_t)(b.cap - b.n - 1), fp))) break;
         b.n += (int)got;
     }
     int failed = ferror(fp);
@@ -88,8 +105,7 @@ emn_srcfile *emn_diag_read_file(emn_diag *d, const char *path, emn_loc from)
         emn_buf_free(&b);
         return NULL;
     }
-    emn_srcfile *f = emn_diag_add_text(d, path, b.v ? b.v : "", b.n);
-    emn_buf_free(&b);
+    emn_srcfile *f = adopt_text(d, path, b.v, b.n);
     if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == f->len) {
         f->rereadable = true;
         f->mtime_ns = (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;

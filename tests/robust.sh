@@ -196,6 +196,29 @@ expect "a directory as the netlist" 1 "cannot read 'adir.cir': is a directory"
 printf 'device include\n.include /dev/zero\n%s\n' "$tail_ok" >"$WORK/devzero.cir"
 run_emnet --check devzero.cir
 expect ".include /dev/zero" 1 "cannot read '/dev/zero': not a regular file"
+# A netlist read from a pipe, not a regular file, and long enough (300 kB
+# of comments before the cards) that its buffer grows several times: the
+# same divider as when read from a file: 2 V over 1k and 3k, v(b) = 1.5 V.
+awk 'BEGIN { print "divider through a pipe"
+             for (i = 0; i < 6000; i++) printf "* padding %044d\n", i
+             print "V1 a 0 2"; print "R1 a b 1k"; print "R2 b 0 3k"; print ".op" }' >"$WORK/piped.cir"
+(cd "$WORK" && cat piped.cir | "$EMNET" /dev/stdin >"$WORK/stdout" 2>"$WORK/stderr")
+rc=$?
+got=$(awk '$1 == "v(b)" { print $2 }' "$WORK/stdout")
+if [ "$rc" -eq 0 ] && awk -v g="$got" 'BEGIN { exit !(g != "" && g - 1.5 < 1e-12 && 1.5 - g < 1e-12) }'; then
+    ok 0 "a 300 kB netlist through a pipe: v(b) = 1.5 V"
+else
+    ok 1 "a 300 kB netlist through a pipe: v(b) = 1.5 V" "exit $rc, v(b) '$got'" "$(head -c 2000 "$WORK/stderr")"
+fi
+run_emnet piped.cir
+if [ "$rc" -eq 0 ] && [ "$(awk '$1 == "v(b)" { print $2 }' "$WORK/stdout")" = "$got" ]; then
+    ok 0 "the same netlist from its file: the same v(b)"
+else
+    ok 1 "the same netlist from its file: the same v(b)" "exit $rc" "$(head -c 2000 "$WORK/stdout")"
+fi
+: >"$WORK/empty.cir"
+run_emnet --check empty.cir
+expect "an empty netlist file" 0
 printf 'nul\nR1 a 0 1k\000\nV1 a 0 1\n' >"$WORK/nul.cir"
 run_emnet --check nul.cir
 expect "a NUL byte" 1 "file is not text (NUL byte)"
