@@ -1393,6 +1393,7 @@ static void time_couplings(emn_form *f, const tcouplings *tc)
                     const tcoupling *t = &tc->v[er[e]];
                     const emn_lmap *sa = &f->slots.v[t->sa], *sb = &f->slots.v[t->sb];
                     double db = emn_lmap_d(sb)[eq[e]], dv = t->d[di];
+                    if (db == 0 || dv == 0) continue;
                     for (int qa = 0; qa < sa->nc; qa++) {
                         double v = sa->c[qa] * db * dv;
                         if (v == 0) continue;
