@@ -290,36 +290,72 @@ static emn_loc field_loc(const emn_field *f)
  * belong (digits or dots after the number, as in 1k2x3.4 or 1.2.3u).
  * *milli is set when the scale was m or M (the 1M trap).
  */
+/* The digits of a mantissa, while they fit a double exactly. */
+typedef struct { uint64_t m; int frac; bool exact; } mantissa;
+
+static void mantissa_digit(mantissa *M, int d, bool frac)
+{
+    if (M->m > ((UINT64_C(1) << 53) - 1 - (uint64_t)d) / 10) {
+        M->exact = false;
+        return;
+    }
+    M->m = 10 * M->m + (uint64_t)d;
+    M->frac += frac;
+}
+
+/* m 10^e rounded once, where m and 10^|e| are exact doubles (m below 2^53,
+ * |e| at most 22): one multiplication or division rounds as strtod does
+ * (Clinger's fast path).  Returns false where that does not apply. */
+static bool exact_decimal(uint64_t m, long e, double *x)
+{
+    static const double p10[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+                                 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+    if (e < -22 || e > 22) return false;
+    *x = e >= 0 ? (double)m * p10[e] : (double)m / p10[-e];
+    return true;
+}
+
 static int parse_number(const char *s, int n, double *v, bool *milli)
 {
     int i = 0;
     *milli = false;
+    bool neg = i < n && s[i] == '-';
     if (i < n && (s[i] == '+' || s[i] == '-')) i++;
+    mantissa M = {0, 0, true};
     int d0 = i;
-    while (i < n && isdigit((unsigned char)s[i])) i++;
+    for (; i < n && isdigit((unsigned char)s[i]); i++) mantissa_digit(&M, s[i] - '0', false);
     int nd = i - d0;
     if (i < n && s[i] == '.') {
         i++;
         int f0 = i;
-        while (i < n && isdigit((unsigned char)s[i])) i++;
+        for (; i < n && isdigit((unsigned char)s[i]); i++) mantissa_digit(&M, s[i] - '0', true);
         nd += i - f0;
     }
     if (nd == 0) return 1;
     bool expo = false;
+    long e10 = 0;
     if (i < n && (s[i] == 'e' || s[i] == 'E')) {
         int j = i + 1;
+        bool eneg = j < n && s[j] == '-';
         if (j < n && (s[j] == '+' || s[j] == '-')) j++;
         if (j < n && isdigit((unsigned char)s[j])) {
-            while (j < n && isdigit((unsigned char)s[j])) j++;
+            for (; j < n && isdigit((unsigned char)s[j]); j++)
+                if (e10 < 100000) e10 = 10 * e10 + (s[j] - '0');
+            if (eneg) e10 = -e10;
             i = j;
             expo = true;
         }
     }
     char buf[64];
     if (i >= (int)sizeof buf) return 1;
-    memcpy(buf, s, (size_t)i);
-    buf[i] = '\0';
-    double x = strtod(buf, NULL);
+    double x;
+    if (M.exact && exact_decimal(M.m, e10 - M.frac, &x)) {
+        if (neg) x = -x;
+    } else {
+        memcpy(buf, s, (size_t)i);
+        buf[i] = '\0';
+        x = strtod(buf, NULL);
+    }
     if (!expo && i < n) {
         char c = (char)tolower((unsigned char)s[i]);
         double scale = 0;

@@ -121,6 +121,49 @@ static void test_numbers(void)
     ok(!c && d.nerrors == 1 && d.v[0].loc.col == 10, "numbers: 1k2x3.4 is an error at the '2'");
     c = rd("t\nR1 a 0 1.2.3u\n");
     ok(!c && d.nerrors == 1 && d.v[0].loc.col == 11, "numbers: 1.2.3u is an error at the second '.'");
+
+    /* Numbers without a scale read as the C library's strtod reads them,
+     * to the last bit: the edges of the exact path (2^53, 10^22, many
+     * fraction digits, signed zero) and 4000 random ones. */
+    static const char *edges[] = {
+        "9007199254740991", "9007199254740992", "9007199254740993", "90071992547409921",
+        "1e22", "1e23", "-1e-22", "1e-23", "4.9406564584124654e-324", "1.7976931348623157e308",
+        "0.1", "-0", "+0.0e5", "0.000000000000000000000000123", "123456789012345678901234567890",
+        "3.14159265358979323846", "2.2250738585072014e-308", "1.0000000000000002", "9.999999999999999e22",
+    };
+    enum { NRANDOM = 4000, NEDGE = sizeof edges / sizeof edges[0] };
+    static char text[NRANDOM + NEDGE][48];
+    srand(7);
+    for (int i = 0; i < NRANDOM + NEDGE; i++) {
+        if (i < NEDGE) {
+            snprintf(text[i], sizeof text[i], "%s", edges[i]);
+            continue;
+        }
+        int k = 0, nd = 1 + rand() % 19, dot = rand() % (nd + 2);
+        if (rand() % 3 == 0) text[i][k++] = rand() % 2 ? '-' : '+';
+        for (int j = 0; j < nd; j++) {
+            if (j == dot) text[i][k++] = '.';
+            text[i][k++] = (char)('0' + rand() % 10);
+        }
+        if (rand() % 2) k += snprintf(text[i] + k, sizeof text[i] - (size_t)k, "e%d", rand() % 61 - 30);
+        text[i][k] = '\0';
+    }
+    emn_buf deck = {0};
+    emn_buf_puts(&deck, "numbers\n");
+    for (int i = 0; i < NRANDOM + NEDGE; i++) emn_buf_printf(&deck, "V%d n%d 0 %s\nR%d n%d 0 1\n", i, i, text[i], i, i);
+    c = rd(deck.v);
+    int same = 0, first_bad = -1;
+    for (int i = 0; c && i < NRANDOM + NEDGE; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "v%d", i);
+        double want = strtod(text[i], NULL), got = el(c, name)->src->dc;
+        if (memcmp(&got, &want, sizeof got) == 0) same++;
+        else if (first_bad < 0) first_bad = i;
+    }
+    ok(same == NRANDOM + NEDGE, "numbers: %d of %d read bit for bit as strtod reads them%s%s", same,
+       (int)(NRANDOM + NEDGE), first_bad >= 0 ? "; first not: " : "", first_bad >= 0 ? text[first_bad] : "");
+    emn_netlist_free(&c);
+    emn_buf_free(&deck);
 }
 
 static void test_sources(void)
