@@ -204,6 +204,7 @@ struct emn_build {
     strmap nodes, elems;
     struct { nodeinfo *v; int n, cap; } ninfo;
     struct { eleminfo *v; int n, cap; } einfo;
+    emn_mapped map_nodes, map_ninfo, map_elems, map_einfo;   /* their room's mapped stretch */
     struct { kinfo *v; int n, cap; } kinfo;
     struct { card **v; int n, cap; } late;     /* .ic, .print, .save */
     emn_buf scratch;
@@ -925,6 +926,8 @@ static int add_node(emn_build *b, const char *name, emn_loc loc)
     }
     EMN_PUSH(b->c->nodes, ((emn_node){name, loc, EMN_DOM_NONE, -1}));
     EMN_PUSH(b->ninfo, ((nodeinfo){0}));
+    EMN_MAP_AHEAD(b->map_nodes, b->c->nodes);
+    EMN_MAP_AHEAD(b->map_ninfo, b->ninfo);
     map_put(&b->nodes, name, i);
     return i;
 }
@@ -1298,6 +1301,17 @@ static int parse_source(emn_build *b, const inst *in, emn_field **f, int nf, con
     return 0;
 }
 
+/* The element joins the circuit, under its name. */
+static void push_element(emn_build *b, const emn_elem *e, const eleminfo *info)
+{
+    emn_circuit *c = b->c;
+    map_put(&b->elems, e->name, c->elems.n);
+    EMN_PUSH(c->elems, *e);
+    EMN_PUSH(b->einfo, *info);
+    EMN_MAP_AHEAD(b->map_elems, c->elems);
+    EMN_MAP_AHEAD(b->map_einfo, b->einfo);
+}
+
 static void add_element(emn_build *b, const inst *in, const card *k, int kind)
 {
     emn_circuit *c = b->c;
@@ -1373,9 +1387,7 @@ static void add_element(emn_build *b, const inst *in, const card *k, int kind)
                 src.p = emn_arena_alloc_aligned(c->arena, EMN_SOURCE_STATE * sizeof(double), sizeof(double));
             e.src = emn_arena_alloc(c->arena, sizeof src);
             *e.src = src;
-            map_put(&b->elems, e.name, c->elems.n);
-            EMN_PUSH(c->elems, e);
-            EMN_PUSH(b->einfo, info);
+            push_element(b, &e, &info);
         }
         return;
     }
@@ -1449,9 +1461,7 @@ static void add_element(emn_build *b, const inst *in, const card *k, int kind)
     }
     if (b->d->nerrors != errs) return;
     if (kind == EMN_J) c->nodes.v[e.node[0]].jdef = c->elems.n;
-    map_put(&b->elems, e.name, c->elems.n);
-    EMN_PUSH(c->elems, e);
-    EMN_PUSH(b->einfo, info);
+    push_element(b, &e, &info);
     if (kind == EMN_K) EMN_PUSH(b->kinfo, kin);
 }
 
@@ -2153,10 +2163,14 @@ static emn_circuit *read_netlist(const char *path, const char *text, long len, e
         /* a line holds at most one element card: room for as many as the
          * file has lines at once, rather than by doubling (each step
          * copies, rehashes and touches fresh memory; a grid deck has 10^5
-         * to 10^6 cards).  Room not used is never touched. */
+         * to 10^6 cards), and for as many nodes, which a grid has fewer
+         * of than cards.  The room is mapped a stretch ahead of the items
+         * (EMN_MAP_AHEAD); what is not used is never touched. */
         int room = f->nlines < b.max_cards ? f->nlines : (int)b.max_cards;
         EMN_GROW(c->elems, room);
         EMN_GROW(b.einfo, room);
+        EMN_GROW(c->nodes, room);
+        EMN_GROW(b.ninfo, room);
         map_reserve(&b.elems, room);
         read_file(&b, f, true);
         for (subckt *s = b.open; s; s = s->outer)

@@ -158,6 +158,22 @@ void *emn_calloc_mapped(size_t n, size_t size)
     return p;
 }
 
+/* A stretch is a quarter MiB: 64 pages a call, and never more than that
+ * mapped beyond the items. */
+#define MAP_STEP ((size_t)256 << 10)
+
+void emn_map_next(emn_mapped *m, const void *base, size_t used, size_t room)
+{
+    if (base != m->base) {      /* moved: the items were copied, so written */
+        m->base = base;
+        m->end = used;
+    }
+    if (used < m->end) return;
+    size_t end = room - used > MAP_STEP ? used + MAP_STEP : room;
+    populate((char *)base + used, end - used);
+    m->end = end;
+}
+
 void *emn_xmalloc(size_t size)
 {
     void *p = emn_malloc_mapped(size);

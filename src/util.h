@@ -25,6 +25,17 @@ void *emn_xrealloc(void *p, size_t size);
  * allocation hooks expect (sparse.c gives them to KLU) */
 void *emn_malloc_mapped(size_t size);
 void *emn_calloc_mapped(size_t n, size_t size);
+/* Mapping an array's room a stretch ahead of its items, as they are
+ * appended: EMN_MAP_AHEAD(m, a) after a push maps the next stretch in one
+ * call once the items reach the end of the last (util.c). */
+typedef struct emn_mapped { const void *base; size_t end; } emn_mapped;
+void emn_map_next(emn_mapped *m, const void *base, size_t used, size_t room);
+#define EMN_MAP_AHEAD(m, a)                                                 \
+    do {                                                                    \
+        size_t emn_u_ = (size_t)(a).n * sizeof *(a).v;                      \
+        if ((const void *)(a).v != (m).base || emn_u_ >= (m).end)           \
+            emn_map_next(&(m), (a).v, emn_u_, (size_t)(a).cap * sizeof *(a).v); \
+    } while (0)
 char *emn_xstrdup(const char *s);
 char *emn_xstrndup(const char *s, size_t n);
 /* printf into a freshly allocated string */
