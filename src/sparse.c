@@ -236,25 +236,8 @@ static void check_memory(const emn_lu *lu)
     }
 }
 
-/* KLU's and CHOLMOD's factors are written whole as soon as they are
- * allocated: util.c maps such blocks in one call rather than a fault per
- * page.  (Growth, by realloc, stays SuiteSparse's own.) */
-static void allocator_setup(void)
-{
-#if HAVE_SUITESPARSE_CONFIG_MALLOC_FUNC_SET
-    SuiteSparse_config_malloc_func_set(emn_malloc_mapped);
-    SuiteSparse_config_calloc_func_set(emn_calloc_mapped);
-#elif HAVE_SUITESPARSE_CONFIG_STRUCT
-    SuiteSparse_config.malloc_func = emn_malloc_mapped;
-    SuiteSparse_config.calloc_func = emn_calloc_mapped;
-#endif
-}
-
 emn_lu *emn_lu_new(void)
 {
-    static bool hooked;
-    if (!hooked) allocator_setup();
-    hooked = true;
     emn_lu *lu = emn_xcalloc(1, sizeof *lu);
     klu_defaults(&lu->common);
     /* Stop at the first zero pivot: a singular matrix is a modelling error

@@ -96,8 +96,9 @@ static void heap_setup(void) {}
  * (MADV_POPULATE_WRITE, Linux 5.14), which here costs a fifth of faulting
  * its pages in one by one.  Only what will be written is mapped that way:
  * room reserved on an upper bound (emn_xreserve) and the room a growing
- * array takes ahead of its items (emn_xrealloc) are left to the faults, so
- * that a page never written is never part of the process.  A kernel
+ * array takes ahead of its items (emn_xrealloc) are left to the faults, or
+ * mapped a quarter MiB at a time as the items reach it (EMN_MAP_AHEAD), so
+ * that a page never written is hardly ever part of the process.  A kernel
  * without the call refuses it once and is not asked again.
  */
 #define POPULATE_FROM ((size_t)64 << 10)
@@ -136,27 +137,6 @@ void emn_alloc_setup(void)
     populate_setup();
 }
 
-void *emn_malloc_mapped(size_t size)
-{
-    void *p = malloc(size ? size : 1);
-    if (p) populate(seen(p, size), size);
-    return p;
-}
-
-void *emn_calloc_mapped(size_t n, size_t size)
-{
-    if (n && size > SIZE_MAX / n) return NULL;
-    size_t total = n * size;
-    if (total < POPULATE_FROM) {
-        void *p = calloc(n ? n : 1, size ? size : 1);
-        return p ? seen(p, total) : NULL;
-    }
-    /* calloc would clear a block that is not fresh from the kernel page by
-     * page, before it could be mapped in one call */
-    void *p = emn_malloc_mapped(total);
-    if (p) memset(p, 0, total);
-    return p;
-}
 
 /* A stretch is a quarter MiB: 64 pages a call, and never more than that
  * mapped beyond the items. */
@@ -176,15 +156,25 @@ void emn_map_next(emn_mapped *m, const void *base, size_t used, size_t room)
 
 void *emn_xmalloc(size_t size)
 {
-    void *p = emn_malloc_mapped(size);
+    void *p = malloc(size ? size : 1);
     if (!p) out_of_memory(size);
+    populate(seen(p, size), size);
     return p;
 }
 
 void *emn_xcalloc(size_t n, size_t size)
 {
-    void *p = emn_calloc_mapped(n, size);
-    if (!p) out_of_memory(n && size > SIZE_MAX / n ? SIZE_MAX : n * size);
+    if (n && size > SIZE_MAX / n) out_of_memory(SIZE_MAX);
+    size_t total = n * size;
+    if (total < POPULATE_FROM) {
+        void *p = calloc(n ? n : 1, size ? size : 1);
+        if (!p) out_of_memory(total);
+        return seen(p, total);
+    }
+    /* calloc would clear a block that is not fresh from the kernel page by
+     * page, before it could be mapped in one call */
+    void *p = emn_xmalloc(total);
+    memset(p, 0, total);
     return p;
 }
 

@@ -21,10 +21,6 @@ void *emn_xcalloc(size_t n, size_t size);
  * likewise the room emn_xrealloc grows beyond the old contents. */
 void *emn_xreserve(size_t size);
 void *emn_xrealloc(void *p, size_t size);
-/* emn_xmalloc and emn_xcalloc that return NULL on failure, as libraries'
- * allocation hooks expect (sparse.c gives them to KLU) */
-void *emn_malloc_mapped(size_t size);
-void *emn_calloc_mapped(size_t n, size_t size);
 /* Mapping an array's room a stretch ahead of its items, as they are
  * appended: EMN_MAP_AHEAD(m, a) after a push maps the next stretch in one
  * call once the items reach the end of the last (util.c). */
