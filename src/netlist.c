@@ -282,15 +282,6 @@ static emn_loc field_loc(const emn_field *f)
 
 /* ---------------------------------------------------------------- numbers */
 
-/*
- * A SPICE number: [sign] digits [. digits] [e [sign] digits] [scale] [unit].
- * The scale suffix is f p n u m k meg g t mil, any case; letters after it are
- * a unit and are ignored.  After an exponent, letters are only a unit
- * (`1e-6F` is one microfarad), which is what people who write exponents
- * mean.  Returns 0, or 1 + the offset of the first character that does not
- * belong (digits or dots after the number, as in 1k2x3.4 or 1.2.3u).
- * *milli is set when the scale was m or M (the 1M trap).
- */
 /* The digits of a mantissa, while they fit a double exactly. */
 typedef struct { uint64_t m; int frac; bool exact; } mantissa;
 
@@ -316,6 +307,15 @@ static bool exact_decimal(uint64_t m, long e, double *x)
     return true;
 }
 
+/*
+ * A SPICE number: [sign] digits [. digits] [e [sign] digits] [scale] [unit].
+ * The scale suffix is f p n u m k meg g t mil, any case; letters after it are
+ * a unit and are ignored.  After an exponent, letters are only a unit
+ * (`1e-6F` is one microfarad), which is what people who write exponents
+ * mean.  Returns 0, or 1 + the offset of the first character that does not
+ * belong (digits or dots after the number, as in 1k2x3.4 or 1.2.3u).
+ * *milli is set when the scale was m or M (the 1M trap).
+ */
 static int parse_number(const char *s, int n, double *v, bool *milli)
 {
     int i = 0;
