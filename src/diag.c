@@ -81,7 +81,7 @@ emn_srcfile *emn_diag_read_file(emn_diag *d, const char *path, emn_loc from)
     }
     size_t got;
     for (;;) {
-        /* offsets and line starts are ints */
+        /* Offsets and line starts are ints. */
         if ((long)b.n > EMN_MAX_FILE_BYTES) {
             fclose(fp);
             emn_buf_free(&b);

@@ -690,9 +690,9 @@ static cholmod_factor *dissected(cholmod_sparse *S, cholmod_common *cc, cholmod_
 #endif
 }
 
-/* The analysis of the owner's pattern: AMD's order (CHOLMOD's) or nested dissection's, and
- * then, where L is large enough for a solve to be worth two cores, that
- * order rearranged in halves.  NULL if CHOLMOD cannot analyze it. */
+/* The analysis of the owner's pattern: AMD's order (CHOLMOD's) or nested
+ * dissection's, and then, where L is large enough for a solve to be worth
+ * two cores, that order rearranged in halves.  NULL if CHOLMOD cannot analyze it. */
 static ldl_pattern *analyze_ldl(emn_lu *o, const emn_sparse *A)
 {
     cholmod_sparse S = upper(A);

@@ -104,22 +104,20 @@ static void heap_setup(void) {}
 #define POPULATE_FROM ((size_t)64 << 10)
 
 #if HAVE_MADVISE && defined(MADV_POPULATE_WRITE)
-static struct {
-    uintptr_t page;         /* the page size; 0: not populating */
-} pop;
+static uintptr_t pop_page;      /* the page size; 0: not populating */
 
 static void populate(void *p, size_t size)
 {
-    if (size < POPULATE_FROM || !pop.page) return;
-    uintptr_t a = ((uintptr_t)p + pop.page - 1) & ~(pop.page - 1);
-    uintptr_t b = ((uintptr_t)p + size) & ~(pop.page - 1);
-    if (b > a && madvise((void *)a, b - a, MADV_POPULATE_WRITE) != 0 && errno == EINVAL) pop.page = 0;
+    if (size < POPULATE_FROM || !pop_page) return;
+    uintptr_t a = ((uintptr_t)p + pop_page - 1) & ~(pop_page - 1);
+    uintptr_t b = ((uintptr_t)p + size) & ~(pop_page - 1);
+    if (b > a && madvise((void *)a, b - a, MADV_POPULATE_WRITE) != 0 && errno == EINVAL) pop_page = 0;
 }
 
 static void populate_setup(void)
 {
     long page = sysconf(_SC_PAGESIZE);
-    if (page > 0 && !(page & (page - 1))) pop.page = (uintptr_t)page;
+    if (page > 0 && !(page & (page - 1))) pop_page = (uintptr_t)page;
 }
 #else
 static void populate(void *p, size_t size)
@@ -137,7 +135,6 @@ void emn_alloc_setup(void)
     populate_setup();
 }
 
-
 /* A stretch is a quarter MiB: 64 pages a call, and never more than that
  * mapped beyond the items. */
 #define MAP_STEP ((size_t)256 << 10)
@@ -154,11 +151,17 @@ void emn_map_next(emn_mapped *m, const void *base, size_t used, size_t room)
     m->end = end;
 }
 
-void *emn_xmalloc(size_t size)
+void *emn_xreserve(size_t size)
 {
     void *p = malloc(size ? size : 1);
     if (!p) out_of_memory(size);
-    populate(seen(p, size), size);
+    return seen(p, size);
+}
+
+void *emn_xmalloc(size_t size)
+{
+    void *p = emn_xreserve(size);
+    populate(p, size);
     return p;
 }
 
@@ -176,13 +179,6 @@ void *emn_xcalloc(size_t n, size_t size)
     void *p = emn_xmalloc(total);
     memset(p, 0, total);
     return p;
-}
-
-void *emn_xreserve(size_t size)
-{
-    void *p = malloc(size ? size : 1);
-    if (!p) out_of_memory(size);
-    return seen(p, size);
 }
 
 void *emn_xrealloc(void *p, size_t size)
