@@ -1535,6 +1535,56 @@ static int check_storage(emn_form *f, emn_diag *d)
     return status;
 }
 
+/* The lists of a batch's plan (emn_form's move). */
+enum { MV_Z, MV_S, MV_PF, MV_J };
+
+/* Each batch's locals, results and Newton matrices, moved by lists made
+ * here instead of by walking its terms' slots at every evaluation.
+ * Local row r of the batch's lane k is at r * EMN_PROG_BATCH + k; the
+ * rates' rows follow the values' m rows down, as do the F results the
+ * p results. */
+static void plan_moves(emn_form *f)
+{
+    enum { B = EMN_PROG_BATCH };
+    struct { emn_move *v; int n, cap; } mv[4] = {{0}};
+    for (int l = 0; l < 4; l++) f->move_at[l] = emn_xmalloc(((size_t)f->nbatch + 1) * sizeof(int));
+    for (int b = 0; b < f->nbatch; b++) {
+        for (int l = 0; l < 4; l++) f->move_at[l][b] = mv[l].n;
+        for (int i = f->bat_start[b]; i < f->bat_start[b + 1]; i++) {
+            const emn_term *tm = &f->terms.v[f->nonlinear[i]];
+            int k = i - f->bat_start[b], m = tm->m;
+            const int *jh = f->jh[i];
+            for (int a = 0; a < m; a++) {
+                const emn_lmap *sa = &f->slots.v[tm->slot[a]];
+                const double *ca = sa->c, *da = emn_lmap_d(sa);
+                const int *ia = emn_lmap_ci(sa), *dia = emn_lmap_di(sa);
+                for (int q = 0; q < sa->nc; q++) {
+                    emn_move g = {ia[q], a * B + k, ca[q]};
+                    EMN_PUSH(mv[MV_Z], g);
+                    emn_move s = {a * B + k, ia[q], ca[q]};
+                    EMN_PUSH(mv[MV_PF], s);
+                }
+                for (int q = 0; q < sa->nd; q++) {
+                    emn_move g = {dia[q], a * B + k, da[q]};
+                    EMN_PUSH(mv[MV_S], g);
+                }
+                for (int bi = 0; bi < m; bi++) {
+                    const emn_lmap *sb = &f->slots.v[tm->slot[bi]];
+                    for (int qa = 0; qa < sa->nc; qa++)
+                        for (int qb = 0; qb < sb->nc; qb++) {
+                            emn_move j = {(a * m + bi) * B + k, *jh++, sa->c[qa] * sb->c[qb]};
+                            EMN_PUSH(mv[MV_J], j);
+                        }
+                }
+            }
+        }
+    }
+    for (int l = 0; l < 4; l++) {
+        f->move_at[l][f->nbatch] = mv[l].n;
+        f->move[l] = mv[l].v;
+    }
+}
+
 emn_form *emn_form_build(const emn_circuit *c, emn_form_kind kind, emn_diag *d)
 {
     emn_form *f = emn_xcalloc(1, sizeof *f);
@@ -1700,6 +1750,7 @@ emn_form *emn_form_build(const emn_circuit *c, emn_form_kind kind, emn_diag *d)
             double *lane = f->tloc + f->bat_off[b] + (i - f->bat_start[b]);
             emn_form_term_params(f, tm, lane + 2 * tm->m * EMN_PROG_BATCH, EMN_PROG_BATCH);
         }
+    plan_moves(f);
     time_couplings(f, &tcs);
 
     stamp_matrices(f, &tcs);
@@ -1748,6 +1799,10 @@ void emn_form_free(emn_form **pf)
     free(f->pts.row); free(f->pts.col); free(f->pts.val);
     free(f->fts.row); free(f->fts.col); free(f->fts.val);
     free(f->nonlinear); free(f->jh); free(f->bat_start); free(f->bat_off); free(f->tloc);
+    for (int l = 0; l < 4; l++) {
+        free(f->move[l]);
+        free(f->move_at[l]);
+    }
     duals_free(&f->duals);
     free(f->scratch);
     free(f->bout);
@@ -1843,18 +1898,60 @@ void emn_form_set_dc(emn_form *f, double scale)
  * set as the last two locals. */
 static double *batch(emn_form *f, int b, const double *z, const double *w, const double *a)
 {
+    enum { B = EMN_PROG_BATCH };
     double *blk = f->tloc + f->bat_off[b];
-    int i0 = f->bat_start[b], nb = f->bat_start[b + 1] - i0;
-    int nv = 2 * f->terms.v[f->nonlinear[i0]].m + NPARAM + 2;
-    double ia = a ? 1 / a[0] : 0;
-    for (int k = 0; k < nb; k++) {
-        if (z) term_states(f, &f->terms.v[f->nonlinear[i0 + k]], z, w, blk + k, EMN_PROG_BATCH);
-        if (a) {
-            blk[(nv - 2) * EMN_PROG_BATCH + k] = a[0];
-            blk[(nv - 1) * EMN_PROG_BATCH + k] = ia;
+    int i0 = f->bat_start[b], nb = f->bat_start[b + 1] - i0, m = f->terms.v[f->nonlinear[i0]].m;
+    int nv = 2 * m + NPARAM + 2;
+    if (z) {
+        /* each slot's value and rate: the sum over its coordinates, then
+         * over its sources, from zero (as slot_state sums them) */
+        memset(blk, 0, (size_t)2 * m * B * sizeof(double));
+        double *u = blk + m * B;
+        const emn_move *g = f->move[MV_Z] + f->move_at[MV_Z][b], *ge = f->move[MV_Z] + f->move_at[MV_Z][b + 1];
+        for (; g < ge; g++) {
+            blk[g->to] += g->c * z[g->from];
+            u[g->to] += g->c * w[g->from];
+        }
+        g = f->move[MV_S] + f->move_at[MV_S][b], ge = f->move[MV_S] + f->move_at[MV_S][b + 1];
+        for (; g < ge; g++) {
+            blk[g->to] += g->c * f->S[g->from];
+            u[g->to] += g->c * f->s[g->from];
+        }
+    }
+    if (a) {
+        double ia = 1 / a[0];
+        for (int k = 0; k < nb; k++) {
+            blk[(nv - 2) * B + k] = a[0];
+            blk[(nv - 1) * B + k] = ia;
         }
     }
     return blk;
+}
+
+/* The first of a batch's nb terms whose results in rows [0, nrow) are
+ * not all finite, or -1.  A product with zero is zero unless its factor
+ * is infinite or NaN, so sums tell whether to look (four of them, that
+ * do not wait on each other). */
+static int first_bad_lane(const double *out, int nrow, int nb)
+{
+    enum { B = EMN_PROG_BATCH };
+    double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    for (int r = 0; r < nrow; r++) {
+        const double *o = out + r * B;
+        int k = 0;
+        for (; k + 4 <= nb; k += 4) {
+            s0 += o[k] * 0;
+            s1 += o[k + 1] * 0;
+            s2 += o[k + 2] * 0;
+            s3 += o[k + 3] * 0;
+        }
+        for (; k < nb; k++) s0 += o[k] * 0;
+    }
+    if (s0 + s1 + s2 + s3 == 0) return -1;
+    for (int k = 0; k < nb; k++)
+        for (int r = 0; r < nrow; r++)
+            if (!isfinite(out[r * B + k])) return k;
+    return -1;
 }
 
 /* y += M x; with scale, the magnitudes of the products are summed there
@@ -1939,28 +2036,28 @@ int emn_form_eval(emn_form *f, const double *z, const double *w, double *p, doub
     lin_part L = {f, z, w, p, F, scale, false};
     eval_linear(&L);
     for (int b = 0; b < f->nbatch; b++) {
-        int i0 = f->bat_start[b], nb = f->bat_start[b + 1] - i0;
+        int i0 = f->bat_start[b], nb = f->bat_start[b + 1] - i0, m = f->terms.v[f->nonlinear[i0]].m;
         double *blk = batch(f, b, z, w, NULL);
         emn_prog_eval_batch(f->terms.v[f->nonlinear[i0]].tmpl->pPF, nb, blk, f->bout);
-        for (int i = i0; i < i0 + nb; i++) {
-            const emn_term *tm = &f->terms.v[f->nonlinear[i]];
-            const double *pF = f->bout + (i - i0);
-            for (int a = 0; a < tm->m; a++) {
-                double pa = pF[a * EMN_PROG_BATCH], Fa = pF[(tm->m + a) * EMN_PROG_BATCH];
-                if (!isfinite(pa) || !isfinite(Fa)) {
-                    if (bad_term) *bad_term = f->nonlinear[i];
-                    return 1;
-                }
-                const emn_lmap *s = &f->slots.v[tm->slot[a]];
-                const double *c = s->c;
-                const int *ci = emn_lmap_ci(s);
-                for (int q = 0; q < s->nc; q++) {
-                    p[ci[q]] += c[q] * pa;
-                    F[ci[q]] += c[q] * Fa;
-                    if (scale) scale[ci[q]] += fabs(c[q]) * (fabs(pa) + fabs(Fa));
-                }
-            }
+        int bad = first_bad_lane(f->bout, 2 * m, nb);
+        if (bad >= 0) {
+            if (bad_term) *bad_term = f->nonlinear[i0 + bad];
+            return 1;
         }
+        const double *pr = f->bout, *Fr = f->bout + m * EMN_PROG_BATCH;
+        const emn_move *s = f->move[MV_PF] + f->move_at[MV_PF][b], *se = f->move[MV_PF] + f->move_at[MV_PF][b + 1];
+        if (scale)
+            for (; s < se; s++) {
+                double pa = pr[s->from], Fa = Fr[s->from];
+                p[s->to] += s->c * pa;
+                F[s->to] += s->c * Fa;
+                scale[s->to] += fabs(s->c) * (fabs(pa) + fabs(Fa));
+            }
+        else
+            for (; s < se; s++) {
+                p[s->to] += s->c * pr[s->from];
+                F[s->to] += s->c * Fr[s->from];
+            }
     }
     return 0;
 }
@@ -1989,24 +2086,11 @@ static int jacobian(emn_form *f, const double *z, const double *w, double a, boo
         int i0 = f->bat_start[b], nb = f->bat_start[b + 1] - i0;
         double *blk = batch(f, b, saved ? NULL : z, w, &a);
         emn_prog_eval_batch(f->terms.v[f->nonlinear[i0]].tmpl->pJ, nb, blk, f->bout);
-        for (int i = i0; i < i0 + nb; i++) {
-            const emn_term *tm = &f->terms.v[f->nonlinear[i]];
-            int m = tm->m;
-            const double *Jl = f->bout + (i - i0);
-            for (int q = 0; q < m * m; q++)
-                if (!isfinite(Jl[q * EMN_PROG_BATCH])) return 1;
-            const int *jh = f->jh[i];
-            for (int ai = 0; ai < m; ai++) {
-                const emn_lmap *sa = &f->slots.v[tm->slot[ai]];
-                for (int bi = 0; bi < m; bi++) {
-                    const emn_lmap *sb = &f->slots.v[tm->slot[bi]];
-                    double v = Jl[(ai * m + bi) * EMN_PROG_BATCH];
-                    for (int qa = 0; qa < sa->nc; qa++)
-                        for (int qb = 0; qb < sb->nc; qb++, jh++)
-                            J->Ax[*jh] += sa->c[qa] * sb->c[qb] * v;
-                }
-            }
-        }
+        int m = f->terms.v[f->nonlinear[i0]].m;
+        if (first_bad_lane(f->bout, m * m, nb) >= 0) return 1;
+        const double *Jl = f->bout;
+        const emn_move *s = f->move[MV_J] + f->move_at[MV_J][b], *se = f->move[MV_J] + f->move_at[MV_J][b + 1];
+        for (; s < se; s++) J->Ax[s->to] += s->c * Jl[s->from];
     }
     return 0;
 }

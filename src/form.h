@@ -65,6 +65,12 @@ static inline double *emn_lmap_d(const emn_lmap *m) { return m->c + m->nc; }
 static inline int *emn_lmap_ci(const emn_lmap *m) { return (int *)(m->c + m->nc + m->nd); }
 static inline int *emn_lmap_di(const emn_lmap *m) { return emn_lmap_ci(m) + m->nc; }
 
+/* One multiply-add of a batch's plan: to += c * from (form.c). */
+typedef struct emn_move {
+    int from, to;
+    double c;
+} emn_move;
+
 typedef struct emn_tmpl emn_tmpl;   /* a term's expressions and their tapes */
 
 /* A constant matrix as its entries in row order (each row's columns
@@ -162,6 +168,12 @@ typedef struct emn_form {
      * tloc from bat_off[b], one row of EMN_PROG_BATCH lanes a local */
     int nbatch, *bat_start, *bat_off;
     double *tloc;
+    /* Each batch's moves, made once, list by list from at[L][b] to
+     * at[L][b + 1]: the coordinates (then the sources) that form its
+     * locals, where its p and F results go, and where its local Newton
+     * matrices go; in the order the terms, slots and coefficients come. */
+    emn_move *move[4];
+    int *move_at[4];
     double *scratch;    /* per-term local workspace */
     double *bout;       /* a batch's results, one row of lanes a result */
     struct emn_duals *duals;    /* emn_form_duals' plan, made on first use */
