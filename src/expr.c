@@ -1352,6 +1352,49 @@ void emn_prog_eval(emn_prog *p, const double *vars, double *out)
     for (int k = 0; k < p->nout; k++) out[k] = r[p->out[k]];
 }
 
+/* One instruction over lanes [0, nb).  Registers are written once, so a
+ * destination never overlaps its operands (restrict); inlined with nb =
+ * EMN_PROG_BATCH, the loops have a fixed count and are vectorized. */
+static inline __attribute__((always_inline)) void insn_lanes(const prog_insn *in, double *restrict d,
+                                                           const double *restrict x,
+                                                           const double *restrict y, int nb)
+{
+    switch (in->op) {
+    case T_NEG: for (int k = 0; k < nb; k++) d[k] = -x[k]; break;
+    case T_CALL1: for (int k = 0; k < nb; k++) d[k] = apply((emn_func)in->fn, 1, &x[k]); break;
+    case T_POWK: {
+        double e = in->num;     /* power()'s products, lane by lane */
+        if (e == 2) for (int k = 0; k < nb; k++) d[k] = x[k] * x[k];
+        else if (e == -1) for (int k = 0; k < nb; k++) d[k] = 1 / x[k];
+        else if (e == -2) for (int k = 0; k < nb; k++) d[k] = 1 / (x[k] * x[k]);
+        else if (e == 3) for (int k = 0; k < nb; k++) d[k] = x[k] * x[k] * x[k];
+        else for (int k = 0; k < nb; k++) d[k] = power(x[k], e);
+        break;
+    }
+    case T_ADD: for (int k = 0; k < nb; k++) d[k] = x[k] + y[k]; break;
+    case T_SUB: for (int k = 0; k < nb; k++) d[k] = x[k] - y[k]; break;
+    case T_MUL: for (int k = 0; k < nb; k++) d[k] = x[k] * y[k]; break;
+    case T_DIV: for (int k = 0; k < nb; k++) d[k] = x[k] / y[k]; break;
+    case T_POW: for (int k = 0; k < nb; k++) d[k] = power(x[k], y[k]); break;
+    case T_ATAN2: for (int k = 0; k < nb; k++) d[k] = atan2(x[k], y[k]); break;
+    case T_MIN2:
+    case T_MAX2:
+        for (int k = 0; k < nb; k++) {
+            double q[2] = {x[k], y[k]};
+            d[k] = min_max(in->op == T_MAX2, 2, q);
+        }
+        break;
+    default: for (int k = 0; k < nb; k++) d[k] = NAN; break;
+    }
+}
+
+static inline __attribute__((always_inline)) void prog_lanes(const emn_prog *p, double *R, int nb)
+{
+    enum { B = EMN_PROG_BATCH };
+    for (const prog_insn *in = p->v, *end = p->v + p->n; in < end; in++)
+        insn_lanes(in, R + (size_t)in->d * B, R + (size_t)in->a * B, R + (size_t)in->b * B, nb);
+}
+
 void emn_prog_eval_batch(emn_prog *p, int nb, const double *vars, double *out)
 {
     enum { B = EMN_PROG_BATCH };
@@ -1365,29 +1408,8 @@ void emn_prog_eval_batch(emn_prog *p, int nb, const double *vars, double *out)
     }
     double *R = p->breg;
     memcpy(R, vars, (size_t)p->nvar * B * sizeof(double));
-    for (const prog_insn *in = p->v, *end = p->v + p->n; in < end; in++) {
-        const double *x = R + (size_t)in->a * B, *y = R + (size_t)in->b * B;
-        double *d = R + (size_t)in->d * B;
-        switch (in->op) {
-        case T_NEG: for (int k = 0; k < nb; k++) d[k] = -x[k]; break;
-        case T_CALL1: for (int k = 0; k < nb; k++) d[k] = apply((emn_func)in->fn, 1, &x[k]); break;
-        case T_POWK: for (int k = 0; k < nb; k++) d[k] = power(x[k], in->num); break;
-        case T_ADD: for (int k = 0; k < nb; k++) d[k] = x[k] + y[k]; break;
-        case T_SUB: for (int k = 0; k < nb; k++) d[k] = x[k] - y[k]; break;
-        case T_MUL: for (int k = 0; k < nb; k++) d[k] = x[k] * y[k]; break;
-        case T_DIV: for (int k = 0; k < nb; k++) d[k] = x[k] / y[k]; break;
-        case T_POW: for (int k = 0; k < nb; k++) d[k] = power(x[k], y[k]); break;
-        case T_ATAN2: for (int k = 0; k < nb; k++) d[k] = atan2(x[k], y[k]); break;
-        case T_MIN2:
-        case T_MAX2:
-            for (int k = 0; k < nb; k++) {
-                double q[2] = {x[k], y[k]};
-                d[k] = min_max(in->op == T_MAX2, 2, q);
-            }
-            break;
-        default: for (int k = 0; k < nb; k++) d[k] = NAN; break;
-        }
-    }
+    if (nb == B) prog_lanes(p, R, B);
+    else prog_lanes(p, R, nb);
     for (int o = 0; o < p->nout; o++)
         memcpy(out + (size_t)o * B, R + (size_t)p->out[o] * B, (size_t)nb * sizeof(double));
 }

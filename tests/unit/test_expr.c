@@ -783,6 +783,24 @@ static void test_prog(emn_arena *ar)
             if (same == nr) good++;
         }
         ok(good == n, "program of %s and its derivatives equals the trees", c->src);
+        /* and a full batch, which runs each instruction over all lanes
+         * at once (the inline powers of the derivatives among them) */
+        enum { B = EMN_PROG_BATCH };
+        static double bv[4 * B], bo[16 * B];
+        double xs[B][4];
+        for (int k = 0; k < B; k++) {
+            xs[k][0] = 0.123;
+            for (int v = 1; v <= c->nvars; v++) xs[k][v] = uniform(c->lo[v - 1], c->hi[v - 1]);
+            for (int v = 0; v <= c->nvars; v++) bv[v * B + k] = xs[k][v];
+        }
+        emn_prog_eval_batch(p, B, bv, bo);
+        int lanes = 0;
+        for (int k = 0; k < B; k++) {
+            int same = 0;
+            for (int r = 0; r < nr; r++) same += same_double(bo[r * B + k], emn_expr_eval(roots[r], xs[k]));
+            lanes += same == nr;
+        }
+        ok(lanes == B, "a batch of %s and its derivatives: %d of %d lanes equal the trees", c->src, lanes, B);
         emn_prog_free(&p);
     }
     /* the raw cases: operands in every order, min/max chains, NaN leaves */
@@ -793,12 +811,13 @@ static void test_prog(emn_arena *ar)
         rd_raw(ar, "max(v1+v2*v3, v2, sin(v3-v1*v2))"),
         rd_raw(ar, "a*v1"),
         rd_raw(ar, "v3*v2 + v2*v3 - v1^2/v1^-1"),
+        rd_raw(ar, "v2^-2 - v3^3 + v2^2.5 - (-v3)"),
     };
     int nraw = (int)(sizeof raw / sizeof raw[0]);
     emn_prog *p = emn_prog_compile(raw, nraw, 4);
     int good = 0, n = 10;
     for (int k = 0; k < n; k++) {
-        double x[4] = {0, uniform(0.1, 2), uniform(0.1, 2), uniform(-2, 2)}, out[8];
+        double x[4] = {0, uniform(0.1, 2), uniform(0.1, 2), uniform(-2, 2)}, out[16];
         emn_prog_eval(p, x, out);
         int same = 0;
         for (int r = 0; r < nraw; r++) same += same_double(out[r], emn_expr_eval(raw[r], x));
@@ -808,7 +827,7 @@ static void test_prog(emn_arena *ar)
     /* a batch: every lane equals its tree, a full batch and then a short
      * one, with lanes where v1 = 0 (division by zero, 0^-1) among them */
     enum { B = EMN_PROG_BATCH };
-    static double bv[4 * B], bo[8 * B];
+    static double bv[4 * B], bo[16 * B];
     for (int nb = B, round = 0; round < 2; round++, nb = 5) {
         double xs[B][4];
         for (int k = 0; k < nb; k++) {
