@@ -1138,7 +1138,7 @@ struct emn_prog {
     int nreg;
     double *reg;        /* the register file; constants stay in it */
     int nout, *out;     /* the registers of the results */
-    double *breg;       /* emn_prog_eval_batch's, EMN_PROG_BATCH lanes a register */
+    double *breg[2];    /* emn_prog_eval_batch's two sets, EMN_PROG_BATCH lanes a register */
 };
 
 /* Compilation: every distinct computation once.  `seen` maps expression
@@ -1395,18 +1395,18 @@ static inline __attribute__((always_inline)) void prog_lanes(const emn_prog *p, 
         insn_lanes(in, R + (size_t)in->d * B, R + (size_t)in->a * B, R + (size_t)in->b * B, nb);
 }
 
-void emn_prog_eval_batch(emn_prog *p, int nb, const double *vars, double *out)
+void emn_prog_eval_batch(emn_prog *p, int h, int nb, const double *vars, double *out)
 {
     enum { B = EMN_PROG_BATCH };
-    assert(nb >= 0 && nb <= B);
-    if (!p->breg) {
+    assert(nb >= 0 && nb <= B && (h == 0 || h == 1));
+    if (!p->breg[h]) {
         /* every lane of a constant's register holds the constant; the
          * others are written before they are read */
-        p->breg = emn_xmalloc(((size_t)p->nreg * B + 1) * sizeof(double));
+        double *R = p->breg[h] = emn_xmalloc(((size_t)p->nreg * B + 1) * sizeof(double));
         for (int r = 0; r < p->nreg; r++)
-            for (int k = 0; k < B; k++) p->breg[(size_t)r * B + k] = p->reg[r];
+            for (int k = 0; k < B; k++) R[(size_t)r * B + k] = p->reg[r];
     }
-    double *R = p->breg;
+    double *R = p->breg[h];
     memcpy(R, vars, (size_t)p->nvar * B * sizeof(double));
     if (nb == B) prog_lanes(p, R, B);
     else prog_lanes(p, R, nb);
@@ -1421,7 +1421,8 @@ void emn_prog_free(emn_prog **pp)
     if (!pp || !*pp) return;
     free((*pp)->v);
     free((*pp)->reg);
-    free((*pp)->breg);
+    free((*pp)->breg[0]);
+    free((*pp)->breg[1]);
     free((*pp)->out);
     free(*pp);
     *pp = NULL;

@@ -148,9 +148,10 @@ void emn_prog_eval(emn_prog *p, const double *vars, double *out);
  * result bit for bit what emn_prog_eval gives: variable v of set k is
  * vars[v * EMN_PROG_BATCH + k], result o goes to out[o * EMN_PROG_BATCH + k].
  * Each operation runs over the whole batch, so the dispatch is paid once
- * per batch, not once per set. */
+ * per batch, not once per set.  A batch evaluation works in register set
+ * h (0 or 1): two may run at once if their sets differ (par.h's halves). */
 #define EMN_PROG_BATCH 64
-void emn_prog_eval_batch(emn_prog *p, int nb, const double *vars, double *out);
+void emn_prog_eval_batch(emn_prog *p, int h, int nb, const double *vars, double *out);
 int emn_prog_length(const emn_prog *p);
 void emn_prog_free(emn_prog **p);
 

@@ -1684,7 +1684,6 @@ emn_form *emn_form_build(const emn_circuit *c, emn_form_kind kind, emn_diag *d)
     free(src_slot_of);
     free(kgroup);
     f->scratch = emn_xcalloc((size_t)(2 * maxm + NPARAM + 2 + 4 * maxm * maxm + 1), sizeof(double));
-    f->bout = emn_xcalloc(((size_t)2 * maxm + (size_t)maxm * maxm) * EMN_PROG_BATCH, sizeof(double));
 
     if (check_storage(f, d) < 0) {
         emn_form_free(&f);
@@ -1743,6 +1742,8 @@ emn_form *emn_form_build(const emn_circuit *c, emn_form_kind kind, emn_diag *d)
         i += nb;
     }
     f->bat_start[f->nbatch] = nl.n;
+    f->bout_stride = (size_t)(maxm * maxm > 2 * maxm ? maxm * maxm : 2 * maxm) * EMN_PROG_BATCH;
+    f->bout = emn_xcalloc((size_t)f->nbatch * f->bout_stride + 1, sizeof(double));
     f->tloc = emn_xcalloc(nloc + 1, sizeof(double));
     for (int b = 0; b < f->nbatch; b++)         /* the parameters, once: batch() fills the rest */
         for (int i = f->bat_start[b]; i < f->bat_start[b + 1]; i++) {
@@ -1755,6 +1756,7 @@ emn_form *emn_form_build(const emn_circuit *c, emn_form_kind kind, emn_diag *d)
 
     stamp_matrices(f, &tcs);
     free(tcs.v);
+    f->bat_mid = f->lin_mid > 0 && f->nbatch >= 2 ? f->nbatch / 2 : 0;     /* split as the linear part is */
 
     /* which sources' integrals are used: a time coupling of a linear term,
      * an offset of a branch or node, or a nonlinear term's source slot */
@@ -1985,6 +1987,7 @@ typedef struct lin_part {
     const double *z, *w;
     double *p, *F, *scale;
     bool rest;
+    emn_form *nl;       /* also the nonlinear batches' programs (emn_form_eval) */
 } lin_part;
 
 /* Rows [i0, i1) of it, from position r0[q] to r1[q] of lin[q]'s rows.
@@ -2010,6 +2013,22 @@ static void lin_rows(const lin_part *L, int i0, int i1, const int *r0, const int
             cmat_add(&f->lin[q], q & 1 ? L->w : L->z, q < 2 ? p : F, scale, r0[q], r1[q]);
 }
 
+/* Half h of the nonlinear batches (all of them as half 0 when they are
+ * not split): their locals at (z, w), or as last formed with z = NULL,
+ * and their programs, for the evaluation or with a for the Newton
+ * matrix at a.  Each batch's results go to its own part of bout, to be
+ * added in batch order by the caller. */
+static void batches_half(emn_form *f, int h, const double *z, const double *w, const double *a)
+{
+    int mid = f->bat_mid > 0 ? f->bat_mid : f->nbatch;
+    for (int b = h ? mid : 0; b < (h ? f->nbatch : mid); b++) {
+        int i0 = f->bat_start[b], nb = f->bat_start[b + 1] - i0;
+        const emn_tmpl *t = f->terms.v[f->nonlinear[i0]].tmpl;
+        double *blk = batch(f, b, z, w, a);
+        emn_prog_eval_batch(a ? t->pJ : t->pPF, h, nb, blk, f->bout + (size_t)b * f->bout_stride);
+    }
+}
+
 /* Half h of it (all rows as half 0 when the evaluation is not split). */
 static void lin_half(void *arg, int h)
 {
@@ -2022,6 +2041,7 @@ static void lin_half(void *arg, int h)
         r1[q] = h || whole ? f->lin[q].nrows : f->lin_r[q];
     }
     lin_rows(L, h ? f->lin_mid : 0, h || whole ? f->n : f->lin_mid, r0, r1);
+    if (L->nl) batches_half(L->nl, h, L->z, L->w, NULL);
 }
 
 static void eval_linear(const lin_part *L)
@@ -2033,18 +2053,17 @@ static void eval_linear(const lin_part *L)
 int emn_form_eval(emn_form *f, const double *z, const double *w, double *p, double *F,
                   double *scale, int *bad_term)
 {
-    lin_part L = {f, z, w, p, F, scale, false};
+    lin_part L = {f, z, w, p, F, scale, false, f->nbatch > 0 ? f : NULL};
     eval_linear(&L);
     for (int b = 0; b < f->nbatch; b++) {
         int i0 = f->bat_start[b], nb = f->bat_start[b + 1] - i0, m = f->terms.v[f->nonlinear[i0]].m;
-        double *blk = batch(f, b, z, w, NULL);
-        emn_prog_eval_batch(f->terms.v[f->nonlinear[i0]].tmpl->pPF, nb, blk, f->bout);
-        int bad = first_bad_lane(f->bout, 2 * m, nb);
+        const double *out = f->bout + (size_t)b * f->bout_stride;
+        int bad = first_bad_lane(out, 2 * m, nb);
         if (bad >= 0) {
             if (bad_term) *bad_term = f->nonlinear[i0 + bad];
             return 1;
         }
-        const double *pr = f->bout, *Fr = f->bout + m * EMN_PROG_BATCH;
+        const double *pr = out, *Fr = out + m * EMN_PROG_BATCH;
         const emn_move *s = f->move[MV_PF] + f->move_at[MV_PF][b], *se = f->move[MV_PF] + f->move_at[MV_PF][b + 1];
         if (scale)
             for (; s < se; s++) {
@@ -2065,30 +2084,47 @@ int emn_form_eval(emn_form *f, const double *z, const double *w, double *p, doub
 void emn_form_eval_rest(const emn_form *f, const double *z, double *p, double *F)
 {
     assert(f->nnonlinear == 0);
-    lin_part L = {f, z, NULL, p, F, NULL, true};
+    lin_part L = {f, z, NULL, p, F, NULL, true, NULL};
     eval_linear(&L);
 }
 
 /* The Newton matrix at leading coefficient a; the nonlinear terms' locals
- * are computed at (z, w), or with saved, taken from the last evaluation. */
-static int jacobian(emn_form *f, const double *z, const double *w, double a, bool saved)
+ * are computed at (z, w), or with z = NULL, taken from the last
+ * evaluation.  Half 0 also sets the constant part. */
+typedef struct jac_part {
+    emn_form *f;
+    const double *z, *w;
+    double a;
+} jac_part;
+
+static void jac_half(void *arg, int h)
 {
-    emn_sparse *J = &f->J;
-    double ia = 1 / a;
-    emn_sparse_zero(J);
-    const double coef[4] = {1, a, -ia, -1};        /* a dp/dw + dp/dz - dF/dw - dF/dz / a */
-    for (int q = 0; q < 4; q++) {
-        const emn_cmat *M = &f->lin[q];
-        int nq = M->nnz;
-        for (int k = 0; k < nq; k++) J->Ax[M->slot[k]] += coef[q] * M->val[k];
+    const jac_part *P = arg;
+    emn_form *f = P->f;
+    if (h == 0) {
+        emn_sparse *J = &f->J;
+        double a = P->a, ia = 1 / a;
+        emn_sparse_zero(J);
+        const double coef[4] = {1, a, -ia, -1};        /* a dp/dw + dp/dz - dF/dw - dF/dz / a */
+        for (int q = 0; q < 4; q++) {
+            const emn_cmat *M = &f->lin[q];
+            int nq = M->nnz;
+            for (int k = 0; k < nq; k++) J->Ax[M->slot[k]] += coef[q] * M->val[k];
+        }
     }
+    batches_half(f, h, P->z, P->w, &P->a);
+}
+
+static int jacobian(emn_form *f, const double *z, const double *w, double a)
+{
+    jac_part P = {f, z, w, a};
+    if (f->bat_mid > 0) emn_par_two(jac_half, &P);
+    else jac_half(&P, 0);
+    emn_sparse *J = &f->J;
     for (int b = 0; b < f->nbatch; b++) {
-        int i0 = f->bat_start[b], nb = f->bat_start[b + 1] - i0;
-        double *blk = batch(f, b, saved ? NULL : z, w, &a);
-        emn_prog_eval_batch(f->terms.v[f->nonlinear[i0]].tmpl->pJ, nb, blk, f->bout);
-        int m = f->terms.v[f->nonlinear[i0]].m;
-        if (first_bad_lane(f->bout, m * m, nb) >= 0) return 1;
-        const double *Jl = f->bout;
+        int i0 = f->bat_start[b], nb = f->bat_start[b + 1] - i0, m = f->terms.v[f->nonlinear[i0]].m;
+        const double *Jl = f->bout + (size_t)b * f->bout_stride;
+        if (first_bad_lane(Jl, m * m, nb) >= 0) return 1;
         const emn_move *s = f->move[MV_J] + f->move_at[MV_J][b], *se = f->move[MV_J] + f->move_at[MV_J][b + 1];
         for (; s < se; s++) J->Ax[s->to] += s->c * Jl[s->from];
     }
@@ -2097,12 +2133,12 @@ static int jacobian(emn_form *f, const double *z, const double *w, double a, boo
 
 int emn_form_jacobian(emn_form *f, const double *z, const double *w, double a)
 {
-    return jacobian(f, z, w, a, false);
+    return jacobian(f, z, w, a);
 }
 
 int emn_form_jacobian_last(emn_form *f, double a)
 {
-    return jacobian(f, NULL, NULL, a, true);
+    return jacobian(f, NULL, NULL, a);
 }
 
 bool emn_form_is_linear(const emn_form *f) { return f->nnonlinear == 0; }

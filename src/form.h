@@ -175,7 +175,12 @@ typedef struct emn_form {
     emn_move *move[4];
     int *move_at[4];
     double *scratch;    /* per-term local workspace */
-    double *bout;       /* a batch's results, one row of lanes a result */
+    /* each batch's results, one row of lanes a result, from bout +
+     * b * bout_stride; batches [0, bat_mid) and [bat_mid, nbatch) are
+     * evaluated side by side when the evaluation is split (bat_mid > 0) */
+    double *bout;
+    size_t bout_stride;
+    int bat_mid;
     struct emn_duals *duals;    /* emn_form_duals' plan, made on first use */
     double t;
 } emn_form;

@@ -793,7 +793,7 @@ static void test_prog(emn_arena *ar)
             for (int v = 1; v <= c->nvars; v++) xs[k][v] = uniform(c->lo[v - 1], c->hi[v - 1]);
             for (int v = 0; v <= c->nvars; v++) bv[v * B + k] = xs[k][v];
         }
-        emn_prog_eval_batch(p, B, bv, bo);
+        emn_prog_eval_batch(p, 0, B, bv, bo);
         int lanes = 0;
         for (int k = 0; k < B; k++) {
             int same = 0;
@@ -837,7 +837,7 @@ static void test_prog(emn_arena *ar)
             xs[k][3] = uniform(-2, 2);
             for (int v = 0; v < 4; v++) bv[v * B + k] = xs[k][v];
         }
-        emn_prog_eval_batch(p, nb, bv, bo);
+        emn_prog_eval_batch(p, round, nb, bv, bo);
         int lanes = 0;
         for (int k = 0; k < nb; k++) {
             int same = 0;
