@@ -133,7 +133,7 @@ static int print_lagrangian(const emn_circuit *c, emn_form_kind k, emn_diag *d)
 static void summary(const emn_sim_result *r, emn_form_kind k)
 {
     fprintf(stderr, "emnet: %s formulation, %d coordinates (%d electrical, %d mechanical): %ld steps, "
-            "%ld rejected, %ld Newton iterations, %ld LU factorizations (%ld with pivoting), %.3f s\n",
+            "%ld rejected, %ld Newton iterations, %ld LU factorizations (%ld with pivoting), %.6f s\n",
             k == EMN_FORM_CHARGE ? "charge" : "flux", r->n, r->ne, r->nm, r->st.steps, r->st.rejected,
             r->st.newton, r->lu_factors + r->lu_refactors, r->lu_factors, r->seconds);
 }

@@ -1297,7 +1297,7 @@ int emn_sim_compare(const emn_circuit *c, const emn_sim_opts *o, emn_diag *d, FI
     }
     for (int i = 0; i < 2; i++)
         fprintf(out, "# %s: %d coordinates (%d electrical, %d mechanical), %ld steps, %ld rejected, "
-                "%ld Newton iterations, %ld LU factorizations, %.3f s\n", form_name(kinds[i]), r[i].n, r[i].ne,
+                "%ld Newton iterations, %ld LU factorizations, %.6f s\n", form_name(kinds[i]), r[i].n, r[i].ne,
                 r[i].nm, r[i].st.steps, r[i].st.rejected, r[i].st.newton, r[i].lu_factors + r[i].lu_refactors,
                 r[i].seconds);
     emn_sim_result_free(&r[0]);
