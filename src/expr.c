@@ -1407,7 +1407,9 @@ void emn_prog_eval_batch(emn_prog *p, int h, int nb, const double *vars, double 
             for (int k = 0; k < B; k++) R[(size_t)r * B + k] = p->reg[r];
     }
     double *R = p->breg[h];
-    memcpy(R, vars, (size_t)p->nvar * B * sizeof(double));
+    if (nb == B) memcpy(R, vars, (size_t)p->nvar * B * sizeof(double));
+    else            /* a small circuit's one short batch: its lanes only */
+        for (int v = 0; v < p->nvar; v++) memcpy(R + (size_t)v * B, vars + (size_t)v * B, (size_t)nb * sizeof(double));
     if (nb == B) prog_lanes(p, R, B);
     else prog_lanes(p, R, nb);
     for (int o = 0; o < p->nout; o++)

@@ -37,6 +37,10 @@ struct emn_tmpl {
      * m*m Newton-matrix entries a pu + pv - Fu - Fv/a, with a and 1/a as
      * locals 2m + NPARAM and 2m + NPARAM + 1 */
     emn_prog *pPF, *pJ;
+    /* a C(x)'s or L(x)'s own value in the locals, and its program (pV
+     * NULL when the term has no such value: emn_form_values) */
+    const emn_expr *V;
+    emn_prog *pV;
     bool linear;
 };
 
@@ -771,6 +775,7 @@ static void compile_template(emn_arena *ar, emn_tmpl *t)
     t->pJ = emn_prog_compile(roots, m * m, 2 * m + NPARAM + 2);
     free(roots);
     compile_pF(t);
+    if (t->V) t->pV = emn_prog_compile(&t->V, 1, 2 * m + NPARAM + 2);
     t->tpv = emn_xcalloc((size_t)(m * m), sizeof(emn_tape *));
     t->tpu = emn_xcalloc((size_t)(m * m), sizeof(emn_tape *));
     t->tFv = emn_xcalloc((size_t)(m * m), sizeof(emn_tape *));
@@ -787,6 +792,7 @@ static void free_template_tapes(emn_tmpl *t)
 {
     emn_prog_free(&t->pJ);
     emn_prog_free(&t->pPF);
+    emn_prog_free(&t->pV);
     if (!t->tpv) return;
     int m = t->m;
     for (int i = 0; i < m * m; i++) {
@@ -949,6 +955,16 @@ static void basic_key(emn_buf *key, emn_kind kind, int m, const term_desc *td)
     emn_buf_puts(key, s);
 }
 
+/* The value of the term's own element, a C(x) or an L(x) on its own, in
+ * the mapping; NULL for any other term (inductors coupled by K are one
+ * term with several values). */
+static const emn_expr *term_value(emn_form *f, emn_arena *ar, const term_desc *td, const mapping *mp)
+{
+    const emn_elem *e = &f->c->elems.v[td->elem];
+    if (!e->vexpr || (e->kind != EMN_C && e->kind != EMN_L) || td->nbr > 1) return NULL;
+    return to_mapping(ar, mp, td, value_of(f, td->elem));
+}
+
 /* Terms without a moving coil's flux share a template keyed by their
  * expressions, exactly (emn_expr_key: printing would round a linkage's or
  * a C(x)'s constants to six digits and merge terms that differ in the
@@ -992,7 +1008,11 @@ static emn_tmpl *term_template(emn_form *f, tmpl_cache *tc, emn_arena *scratch, 
     numeric_mapping(ar, td, &mp);
     const emn_expr *L, *D, *P;
     term_exprs(f, ar, td, &mp, &L, &D, &P);
-    if (!plain) return make_template(f->ar, m, L, D, P);
+    if (!plain) {
+        emn_tmpl *t = make_template(f->ar, m, L, D, P);
+        t->V = term_value(f, f->ar, td, &mp);
+        return t;
+    }
     emn_buf_printf(&key, "%d|", m);
     emn_expr_key(&key, L ? L : emn_expr_num(ar, 0));
     emn_buf_puts(&key, "|");
@@ -1004,7 +1024,9 @@ static emn_tmpl *term_template(emn_form *f, tmpl_cache *tc, emn_arena *scratch, 
         numeric_mapping(f->ar, td, &mp);
         term_exprs(f, f->ar, td, &mp, &L, &D, &P);
         idx = tc->list.n;
-        EMN_PUSH(tc->list, make_template(f->ar, m, L, D, P));
+        emn_tmpl *t = make_template(f->ar, m, L, D, P);
+        t->V = term_value(f, f->ar, td, &mp);   /* equal terms, equal values (L holds it) */
+        EMN_PUSH(tc->list, t);
         emn_strmap_put(&tc->map, key.v, idx);
     }
     if (basic) {
@@ -1744,6 +1766,7 @@ emn_form *emn_form_build(const emn_circuit *c, emn_form_kind kind, emn_diag *d)
     f->bat_start[f->nbatch] = nl.n;
     f->bout_stride = (size_t)(maxm * maxm > 2 * maxm ? maxm * maxm : 2 * maxm) * EMN_PROG_BATCH;
     f->bout = emn_xcalloc((size_t)f->nbatch * f->bout_stride + 1, sizeof(double));
+    f->scratch_blk = emn_xcalloc((size_t)(2 * maxm + NPARAM + 3) * EMN_PROG_BATCH, sizeof(double));
     f->tloc = emn_xcalloc(nloc + 1, sizeof(double));
     for (int b = 0; b < f->nbatch; b++)         /* the parameters, once: batch() fills the rest */
         for (int i = f->bat_start[b]; i < f->bat_start[b + 1]; i++) {
@@ -1808,6 +1831,7 @@ void emn_form_free(emn_form **pf)
     duals_free(&f->duals);
     free(f->scratch);
     free(f->bout);
+    free(f->scratch_blk);
     for (int q = 0; q < 4; q++) {
         free(f->lin[q].rptr); free(f->lin[q].rows); free(f->lin[q].col);
         free(f->lin[q].slot); free(f->lin[q].val);
@@ -1898,28 +1922,35 @@ void emn_form_set_dc(emn_form *f, double scale)
  * local): computed at (z, w), or with z NULL as the last evaluation left
  * them; with a, the Newton matrix's leading coefficient and its inverse
  * set as the last two locals. */
+/* Rows [0, 2m) of batch b's locals at (z, w) into blk: each slot's value
+ * and rate, the sum over its coordinates, then over its sources, from
+ * zero (as slot_state sums them). */
+static void gather(const emn_form *f, int b, int m, const double *z, const double *w, double *blk)
+{
+    enum { B = EMN_PROG_BATCH };
+    int nb = f->bat_start[b + 1] - f->bat_start[b];
+    if (nb == B) memset(blk, 0, (size_t)2 * m * B * sizeof(double));
+    else for (int r = 0; r < 2 * m; r++) memset(blk + r * B, 0, (size_t)nb * sizeof(double));
+    double *u = blk + m * B;
+    const emn_move *g = f->move[MV_Z] + f->move_at[MV_Z][b], *ge = f->move[MV_Z] + f->move_at[MV_Z][b + 1];
+    for (; g < ge; g++) {
+        blk[g->to] += g->c * z[g->from];
+        u[g->to] += g->c * w[g->from];
+    }
+    g = f->move[MV_S] + f->move_at[MV_S][b], ge = f->move[MV_S] + f->move_at[MV_S][b + 1];
+    for (; g < ge; g++) {
+        blk[g->to] += g->c * f->S[g->from];
+        u[g->to] += g->c * f->s[g->from];
+    }
+}
+
 static double *batch(emn_form *f, int b, const double *z, const double *w, const double *a)
 {
     enum { B = EMN_PROG_BATCH };
     double *blk = f->tloc + f->bat_off[b];
     int i0 = f->bat_start[b], nb = f->bat_start[b + 1] - i0, m = f->terms.v[f->nonlinear[i0]].m;
     int nv = 2 * m + NPARAM + 2;
-    if (z) {
-        /* each slot's value and rate: the sum over its coordinates, then
-         * over its sources, from zero (as slot_state sums them) */
-        memset(blk, 0, (size_t)2 * m * B * sizeof(double));
-        double *u = blk + m * B;
-        const emn_move *g = f->move[MV_Z] + f->move_at[MV_Z][b], *ge = f->move[MV_Z] + f->move_at[MV_Z][b + 1];
-        for (; g < ge; g++) {
-            blk[g->to] += g->c * z[g->from];
-            u[g->to] += g->c * w[g->from];
-        }
-        g = f->move[MV_S] + f->move_at[MV_S][b], ge = f->move[MV_S] + f->move_at[MV_S][b + 1];
-        for (; g < ge; g++) {
-            blk[g->to] += g->c * f->S[g->from];
-            u[g->to] += g->c * f->s[g->from];
-        }
-    }
+    if (z) gather(f, b, m, z, w, blk);
     if (a) {
         double ia = 1 / a[0];
         for (int k = 0; k < nb; k++) {
@@ -2086,6 +2117,32 @@ void emn_form_eval_rest(const emn_form *f, const double *z, double *p, double *F
     assert(f->nnonlinear == 0);
     lin_part L = {f, z, NULL, p, F, NULL, true, NULL};
     eval_linear(&L);
+}
+
+void emn_form_values(emn_form *f, const double *z, const double *w, double *val)
+{
+    enum { B = EMN_PROG_BATCH };
+    double *blk = f->scratch_blk;
+    for (int b = 0; b < f->nbatch; b++) {
+        int i0 = f->bat_start[b], nb = f->bat_start[b + 1] - i0;
+        const emn_tmpl *t = f->terms.v[f->nonlinear[i0]].tmpl;
+        if (!t->pV) continue;
+        int m = t->m;
+        /* the locals as in batch(), into a block of their own: the saved
+         * ones stay for emn_form_jacobian_last */
+        gather(f, b, m, z, w, blk);
+        for (int r = 2 * m; r < 2 * m + NPARAM; r++)
+            memcpy(blk + r * B, f->tloc + f->bat_off[b] + r * B, (size_t)nb * sizeof(double));
+        double *out = blk + (2 * m + NPARAM + 2) * B;
+        emn_prog_eval_batch(t->pV, 0, nb, blk, out);
+        memcpy(val + i0, out, (size_t)nb * sizeof(double));
+    }
+}
+
+int emn_form_value_elem(const emn_form *f, int i)
+{
+    const emn_term *tm = &f->terms.v[f->nonlinear[i]];
+    return tm->tmpl->pV ? tm->elem : -1;
 }
 
 /* The Newton matrix at leading coefficient a; the nonlinear terms' locals

@@ -181,6 +181,7 @@ typedef struct emn_form {
     double *bout;
     size_t bout_stride;
     int bat_mid;
+    double *scratch_blk;    /* one batch's locals and a row of results (emn_form_values) */
     struct emn_duals *duals;    /* emn_form_duals' plan, made on first use */
     double t;
 } emn_form;
@@ -272,6 +273,13 @@ void emn_form_value_slots(const emn_form *f, int *ptr, int **sl);
 
 /* Value and rate of slot `sl` at (z, w) and the time last set. */
 double emn_form_slot_value(const emn_form *f, int sl, const double *z);
+
+/* The values of the C(x) and L(x) elements that have nonlinear terms of
+ * their own, at (z, w) and the time last set, by batches: val[i] for
+ * nonlinear term i whose emn_form_value_elem(f, i) is its element (>= 0;
+ * -1: no value, val[i] untouched).  val holds nnonlinear entries. */
+void emn_form_values(emn_form *f, const double *z, const double *w, double *val);
+int emn_form_value_elem(const emn_form *f, int i);
 double emn_form_slot_rate(const emn_form *f, int sl, const double *w);
 
 /* Evaluate a term's local variables vector (v, u, k) at (z, w). */

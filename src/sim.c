@@ -71,6 +71,8 @@ typedef struct sim {
     int *mnodes, nmnodes;
     int *valued, nvalued;
     emn_tape **vtape;       /* each valued element's C(x) or L(x), compiled */
+    int *vterm;             /* ... or its nonlinear term's place in termval, -1 if none */
+    double *termval;        /* emn_form_values' */
     /* force expressions for f(E,m): dEnergy-coefficient/dx(m) */
     const emn_expr **fexpr;
     emn_arena *ar;
@@ -506,6 +508,20 @@ static void sim_init(sim *S, const emn_circuit *c, emn_form *f, bool want_prints
             S->vtape[S->nvalued] = emn_tape_compile(c->elems.v[e].vexpr);
             S->valued[S->nvalued++] = e;
         }
+    /* where the formulation gives an element's value by batches, it is
+     * checked from there (an array's C(x) are a few instructions each) */
+    S->vterm = emn_xmalloc((size_t)nv * sizeof(int) + 1);
+    S->termval = emn_xmalloc((size_t)f->nnonlinear * sizeof(double) + 1);
+    if (nv > 0) {
+        int *term_of = emn_xmalloc((size_t)S->ne * sizeof(int) + 1);
+        for (int e = 0; e < S->ne; e++) term_of[e] = -1;
+        for (int i = 0; i < f->nnonlinear; i++) {
+            int e = emn_form_value_elem(f, i);
+            if (e >= 0) term_of[e] = i;
+        }
+        for (int k = 0; k < nv; k++) S->vterm[k] = term_of[S->valued[k]];
+        free(term_of);
+    }
     for (int v = 1; v < S->nn; v++) {
         if (c->nodes.v[v].jdef >= 0) xrate_set(S->ar, &S->xnode, S->nn, v, emn_form_xnode(f, v));
         if (!S->charge && f->node_mech) xrate_set(S->ar, &S->nmech, S->nn, v, f->node_mech[v]);
@@ -545,6 +561,8 @@ static void sim_free(sim *S)
     xrate_free_all(S->bmech, S->ne);
     for (int k = 0; k < S->nvalued; k++) emn_tape_free(&S->vtape[k]);
     free(S->vtape);
+    free(S->vterm);
+    free(S->termval);
     free(S->mnodes); free(S->valued);
     free(S->nx); free(S->nu);
     free(S->pi); free(S->pidot); free(S->pi1); free(S->pi2); free(S->Fs);
@@ -922,9 +940,10 @@ static const char *dominant_element(sim *S, int j, const double *z, const double
 static int check_values(sim *S, double t, emn_diag *d)
 {
     const emn_circuit *c = S->c;
+    if (S->nvalued > 0) emn_form_values(S->f, S->it->z[0], S->it->w[0], S->termval);
     for (int k = 0; k < S->nvalued; k++) {
         const emn_elem *el = &c->elems.v[S->valued[k]];
-        double v = emn_tape_eval(S->vtape[k], S->nx);
+        double v = S->vterm[k] >= 0 ? S->termval[S->vterm[k]] : emn_tape_eval(S->vtape[k], S->nx);
         if (v > 0 && isfinite(v)) continue;
         emn_diag_error(d, el->loc, "%s of %s reached %g %s at t = %.9g s%s",
                        el->kind == EMN_C ? "capacitance" : "inductance", el->name, v,
