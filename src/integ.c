@@ -25,6 +25,11 @@
 #include <string.h>
 #include <unistd.h>
 
+/* fmax and fmin as the hot loops need them, inline: the larger (smaller)
+ * of a and b, and the number where one of them is NaN, as fmax does. */
+static inline double max_num(double a, double b) { return a > b || isnan(b) ? a : b; }
+static inline double min_num(double a, double b) { return a < b || isnan(b) ? a : b; }
+
 /* Tolerances of z_j and p_j, by what the coordinate is: tol_zy/tol_py
  * apply to the value, tol_zd/tol_pd to its derivative (times h), and a
  * momentum's own magnitude counts, a coordinate's does not.  No
@@ -428,7 +433,7 @@ static void sweep_half(void *arg, int h)
                 bad = j;
                 break;
             }
-            double r = fabs(dw[j]) / (rt * fmax(fabs(wn), fabs(w[j])) + wa[j]);
+            double r = fabs(dw[j]) / (rt * max_num(fabs(wn), fabs(w[j])) + wa[j]);
             if (r > norm) norm = r;
             w[j] = wn;
             z[j] = (wn - hz[j]) * ia;
@@ -533,7 +538,7 @@ static void branch_sizes(const emn_integ *it, const double *z, double *out)
 static double coord_size(const emn_integ *it, int j)
 {
     double m = INFINITY;
-    for (int k = it->vs_ptr[j]; k < it->vs_ptr[j + 1]; k++) m = fmin(m, fmax(it->vs_try[k], it->vs_acc[k]));
+    for (int k = it->vs_ptr[j]; k < it->vs_ptr[j + 1]; k++) m = min_num(m, max_num(it->vs_try[k], it->vs_acc[k]));
     return it->vs_ptr[j + 1] > it->vs_ptr[j] ? m : 0;
 }
 
@@ -661,10 +666,10 @@ static void mech_peaks(emn_integ *it)
     int ne = it->f->ne, nm = it->n - ne;
     for (int j = ne; j < it->n; j++) {
         double *pk = it->peak + (j - ne);
-        pk[0] = fmax(pk[0], fabs(it->z[0][j]));
-        pk[nm] = fmax(pk[nm], fabs(it->p[0][j]));
-        pk[2 * nm] = fmax(pk[2 * nm], fabs(it->w[0][j]));
-        pk[3 * nm] = fmax(pk[3 * nm], fabs(it->F[0][j]));
+        pk[0] = max_num(pk[0], fabs(it->z[0][j]));
+        pk[nm] = max_num(pk[nm], fabs(it->p[0][j]));
+        pk[2 * nm] = max_num(pk[2 * nm], fabs(it->w[0][j]));
+        pk[3 * nm] = max_num(pk[3 * nm], fabs(it->F[0][j]));
     }
     mech_tolerances(it);
 }
