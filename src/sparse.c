@@ -395,20 +395,29 @@ static const int *mirror(emn_lu *o)
     return o->mirror;
 }
 
-/* Whether A may be symmetric positive definite: its diagonal positive
- * (checked first, without the mirror), its values symmetric. */
+static bool values_symmetric(const emn_sparse *A, const int *m)
+{
+    for (int p = 0; p < A->nnz; p++)
+        if (m[p] < 0 || A->Ax[m[p]] != A->Ax[p]) return false;
+    return true;
+}
+
+/* Whether A may be symmetric positive definite: its diagonal positive,
+ * its values symmetric.  The diagonal is checked first until the mirror
+ * exists (a matrix that fails it never needs one); once it does, the
+ * symmetry first: a nonlinear circuit's matrix, refactored every step,
+ * fails that at its first coupling. */
 static bool maybe_spd(emn_lu *lu, const emn_sparse *A)
 {
+    const emn_lu *o = lu->share ? lu->share : lu;
+    if (o->mirror && !values_symmetric(A, o->mirror)) return false;
     for (int j = 0; j < A->n; j++) {
         double d = 0;
         for (int p = A->Ap[j]; p < A->Ap[j + 1]; p++)
             if (A->Ai[p] == j) d = A->Ax[p];
         if (!(d > 0)) return false;
     }
-    const int *m = mirror(lu->share ? lu->share : lu);
-    for (int p = 0; p < A->nnz; p++)
-        if (m[p] < 0 || A->Ax[m[p]] != A->Ax[p]) return false;
-    return true;
+    return o->mirror || values_symmetric(A, mirror(lu->share ? lu->share : lu));
 }
 
 static void cholmod_memory(const cholmod_common *cc)
