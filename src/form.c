@@ -1918,10 +1918,6 @@ void emn_form_set_dc(emn_form *f, double scale)
     time_parts(f);
 }
 
-/* Batch b's block of locals (f->tloc, one row of EMN_PROG_BATCH lanes a
- * local): computed at (z, w), or with z NULL as the last evaluation left
- * them; with a, the Newton matrix's leading coefficient and its inverse
- * set as the last two locals. */
 /* Rows [0, 2m) of batch b's locals at (z, w) into blk: each slot's value
  * and rate, the sum over its coordinates, then over its sources, from
  * zero (as slot_state sums them). */
@@ -1944,6 +1940,10 @@ static void gather(const emn_form *f, int b, int m, const double *z, const doubl
     }
 }
 
+/* Batch b's block of locals (f->tloc, one row of EMN_PROG_BATCH lanes a
+ * local): computed at (z, w), or with z NULL as the last evaluation left
+ * them; with a, the Newton matrix's leading coefficient and its inverse
+ * set as the last two locals. */
 static double *batch(emn_form *f, int b, const double *z, const double *w, const double *a)
 {
     enum { B = EMN_PROG_BATCH };

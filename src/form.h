@@ -168,8 +168,8 @@ typedef struct emn_form {
      * tloc from bat_off[b], one row of EMN_PROG_BATCH lanes a local */
     int nbatch, *bat_start, *bat_off;
     double *tloc;
-    /* Each batch's moves, made once, list by list from at[L][b] to
-     * at[L][b + 1]: the coordinates (then the sources) that form its
+    /* Each batch's moves, made once, list l from move_at[l][b] to
+     * move_at[l][b + 1]: the coordinates (then the sources) that form its
      * locals, where its p and F results go, and where its local Newton
      * matrices go; in the order the terms, slots and coefficients come. */
     emn_move *move[4];
@@ -273,6 +273,7 @@ void emn_form_value_slots(const emn_form *f, int *ptr, int **sl);
 
 /* Value and rate of slot `sl` at (z, w) and the time last set. */
 double emn_form_slot_value(const emn_form *f, int sl, const double *z);
+double emn_form_slot_rate(const emn_form *f, int sl, const double *w);
 
 /* The values of the C(x) and L(x) elements that have nonlinear terms of
  * their own, at (z, w) and the time last set, by batches: val[i] for
@@ -280,7 +281,6 @@ double emn_form_slot_value(const emn_form *f, int sl, const double *z);
  * -1: no value, val[i] untouched).  val holds nnonlinear entries. */
 void emn_form_values(emn_form *f, const double *z, const double *w, double *val);
 int emn_form_value_elem(const emn_form *f, int i);
-double emn_form_slot_rate(const emn_form *f, int sl, const double *w);
 
 /* Evaluate a term's local variables vector (v, u, k) at (z, w). */
 /* A term's four parameters (its element's value, a spring's X0, a

@@ -334,7 +334,8 @@ static void analyze(emn_lu *lu, const emn_sparse *A)
      * most of the work, and the matrix is better ordered whole: the
      * blocks stay apart all the same (no fill can join them) and pivots
      * come from within a block as before.  mems-1e3 (1000 blocks of 2):
-     * refactorization and solve 3.2 -> 2.4 M instructions a step. */
+     * its refactorizations, growth tests and solves took 633M
+     * instructions with the blocks, 425M without. */
     if (lu->sym && lu->sym->nblocks > 1 && lu->sym->maxblock <= EMN_LU_SMALL_BLOCK) {
         klu_free_symbolic(&lu->sym, &lu->common);
         lu->common.btf = 0;
