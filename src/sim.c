@@ -511,8 +511,8 @@ static void sim_init(sim *S, const emn_circuit *c, emn_form *f, bool want_prints
     /* where the formulation gives an element's value by batches, it is
      * checked from there (an array's C(x) are a few instructions each) */
     S->vterm = emn_xmalloc((size_t)nv * sizeof(int) + 1);
-    S->termval = emn_xmalloc((size_t)f->nnonlinear * sizeof(double) + 1);
     if (nv > 0) {
+        S->termval = emn_xmalloc((size_t)f->nnonlinear * sizeof(double) + 1);
         int *term_of = emn_xmalloc((size_t)S->ne * sizeof(int) + 1);
         for (int e = 0; e < S->ne; e++) term_of[e] = -1;
         for (int i = 0; i < f->nnonlinear; i++) {

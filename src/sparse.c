@@ -410,7 +410,7 @@ static bool values_symmetric(const emn_sparse *A, const int *m)
  * fails that at its first coupling. */
 static bool maybe_spd(emn_lu *lu, const emn_sparse *A)
 {
-    const emn_lu *o = lu->share ? lu->share : lu;
+    emn_lu *o = lu->share ? lu->share : lu;
     if (o->mirror && !values_symmetric(A, o->mirror)) return false;
     for (int j = 0; j < A->n; j++) {
         double d = 0;
@@ -418,7 +418,7 @@ static bool maybe_spd(emn_lu *lu, const emn_sparse *A)
             if (A->Ai[p] == j) d = A->Ax[p];
         if (!(d > 0)) return false;
     }
-    return o->mirror || values_symmetric(A, mirror(lu->share ? lu->share : lu));
+    return o->mirror || values_symmetric(A, mirror(o));
 }
 
 static void cholmod_memory(const cholmod_common *cc)
