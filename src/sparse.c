@@ -21,16 +21,21 @@
  * value copy lets an unchanged matrix (a linear circuit at a constant step)
  * skip refactorization altogether.
  */
+#define _GNU_SOURCE             /* RTLD_DEFAULT */
 #include "config.h"
 #include "sparse.h"
 
 #include <assert.h>
+#ifdef HAVE_DLSYM
+#include <dlfcn.h>
+#endif
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <float.h>
+#include <limits.h>
 
 #if defined(HAVE_SUITESPARSE_KLU_H)
 #include <suitesparse/cholmod.h>
@@ -55,6 +60,14 @@
 /* A matrix whose block triangular form has no block larger than this is
  * ordered whole (analyze). */
 #define EMN_LU_SMALL_BLOCK 16
+
+/* From this many multiply-adds on, a factorization is CHOLMOD's
+ * supernodal one (see ldl_pattern).  Below it the dense blocks are too
+ * small to gain much: a 10^5-node mesh (3.7e8) factors in 0.13 s either
+ * way on the machine of bench/RESULTS.md, a 10^6-node one (1.3e10) in
+ * 6.5 s by ldl_rows on two cores and in 1.6 to 2.6 s supernodally with
+ * OpenBLAS, 5 s with the reference BLAS. */
+#define EMN_LDL_SUPER_FLOPS 2e9
 
 void emn_sparse_init(emn_sparse *A, int n)
 {
@@ -227,6 +240,7 @@ struct emn_lu {
     double *work, *topbuf;
     bool use_ldl;               /* the valid factorization is Lx, not num */
     bool ldl_failed;            /* not positive definite once: KLU from then on */
+    double super_flops;         /* the owner's: from this size of L D L' on, supernodal */
     emn_lu_stats stats;
 };
 
@@ -262,6 +276,7 @@ emn_lu *emn_lu_new(void)
      * emn_sparse_finalize builds only sorted columns without duplicates. */
     lu->common.scale = -1;
     lu->n = -1;
+    lu->super_flops = EMN_LDL_SUPER_FLOPS;
     return lu;
 }
 
@@ -291,12 +306,12 @@ static void drop_symbolic(emn_lu *lu)
     lu->sym_owned = false;
 }
 
-static void free_pattern(struct ldl_pattern **pat);
+static void free_pattern(struct ldl_pattern **pat, cholmod_common *cc);
 
 /* The LDL' objects of the pattern no longer held. */
 static void drop_ldl(emn_lu *lu)
 {
-    free_pattern(&lu->pat);
+    free_pattern(&lu->pat, lu->cc);
     free(lu->mirror);
     free(lu->Lx);
     free(lu->dinv);
@@ -622,16 +637,23 @@ typedef struct ldl_pattern {
     int *perm, *pinv, *parent;
     int *Lp, *Li;
     int *split;             /* per column below the top: where its rows in the top begin */
+    /* A large factorization (EMN_LDL_SUPER_FLOPS) is CHOLMOD's supernodal
+     * L L' in the same order, whose dense blocks go through BLAS, its
+     * values then copied into Lx and dinv: super holds its analysis and
+     * the values of the last factorization.  Li is then set once, by
+     * symbolic_rows, instead of by ldl_rows. */
+    cholmod_factor *super;
     /* the factorization's workspace: x is zero between rows; the stack and
      * path of a half's rows lie in that half's positions */
     double *x;
     int *flag, *stack, *path, *fill;
 } ldl_pattern;
 
-static void free_pattern(ldl_pattern **pp)
+static void free_pattern(ldl_pattern **pp, cholmod_common *cc)
 {
     ldl_pattern *pat = *pp;
     if (!pat) return;
+    if (pat->super) cholmod_free_factor(&pat->super, cc);
     free(pat->perm); free(pat->pinv); free(pat->parent); free(pat->Lp); free(pat->Li); free(pat->split);
     free(pat->x); free(pat->flag); free(pat->stack); free(pat->path); free(pat->fill);
     free(pat);
@@ -717,6 +739,93 @@ static cholmod_factor *dissected(cholmod_sparse *S, cholmod_common *cc, cholmod_
 #endif
 }
 
+/* Multiply-adds of a factorization an analysis plans: the sum over
+ * columns of their entries squared, near enough. */
+static double planned_flops(const cholmod_factor *sym)
+{
+    double fl = 0;
+    for (size_t k = 0; k < sym->n; k++) {
+        double c = ((const int *)sym->ColCount)[k];
+        fl += c * c;
+    }
+    return fl;
+}
+
+/* CHOLMOD's BLAS may be OpenBLAS, whose worker threads spin (yielding)
+ * for about a tenth of a second after every call: through a supernodal
+ * factorization they keep the second core busy for a tenth less wall
+ * time (a 10^6-node mesh: 2.0 s on two threads, 2.2 s on one).  emnet's
+ * second core has its own helper (par.h), so where the BLAS is OpenBLAS
+ * it is asked for one thread. */
+static void blas_one_thread(void)
+{
+#ifdef HAVE_DLSYM
+    static bool done;
+    if (done) return;
+    done = true;
+    void (*set)(int) = (void (*)(int))dlsym(RTLD_DEFAULT, "openblas_set_num_threads");
+    if (set) set(1);
+#endif
+}
+
+/* L's pattern, Li, as ldl_rows finds it: row k's entries are the tree
+ * paths from those of row k of P A P' up to k, and each column's rows
+ * come in ascending order. */
+static void symbolic_rows(ldl_pattern *pat, const emn_sparse *A)
+{
+    const int *perm = pat->perm, *pinv = pat->pinv, *parent = pat->parent, *Lp = pat->Lp;
+    int *flag = pat->flag, *fill = pat->fill, *Li = pat->Li;
+    for (int k = 0; k < pat->n; k++) fill[k] = 0;
+    for (int k = 0; k < pat->n; k++) {
+        int j = perm[k];
+        flag[k] = k;
+        for (int p = A->Ap[j]; p < A->Ap[j + 1]; p++)
+            for (int i = pinv[A->Ai[p]]; i < k && flag[i] != k; i = parent[i]) {
+                flag[i] = k;
+                Li[Lp[i] + fill[i]++] = k;
+            }
+    }
+}
+
+/* The supernodal analysis in pat's order, whose supernodes hold every
+ * entry of pat's L (Li, set here) and, where their amalgamation joined
+ * columns of different patterns, some zeros (a tenth to a third more on
+ * a mesh): the solves keep to L's own entries.  NULL if CHOLMOD cannot
+ * make it in that order. */
+static cholmod_factor *super_analysis(cholmod_sparse *S, cholmod_common *cc, ldl_pattern *pat, const emn_sparse *A)
+{
+    int n = pat->n;
+    blas_one_thread();
+    cc->supernodal = CHOLMOD_SUPERNODAL;
+    cholmod_factor *L = analyze_given(S, cc, pat->perm);
+    cc->supernodal = CHOLMOD_SIMPLICIAL;
+    if (!L) return NULL;
+    bool ok = L->is_super && memcmp(L->Perm, pat->perm, (size_t)n * sizeof(int)) == 0;
+    if (ok) {
+        pat->Li = emn_xmalloc(((size_t)pat->Lp[n] + 1) * sizeof(int));
+        symbolic_rows(pat, A);
+    }
+    /* each column's rows, in ascending order, among its supernode's */
+    const int *Super = L->super, *Pi = L->pi, *Ls = L->s, *Lp = pat->Lp, *Li = pat->Li;
+    for (size_t s = 0; ok && s < L->nsuper; s++) {
+        int k1 = Super[s], nscol = Super[s + 1] - k1, psi = Pi[s], nsrow = Pi[s + 1] - psi;
+        for (int c = 0; c < nscol && ok; c++) {
+            int i = c + 1, j = k1 + c;
+            ok = Ls[psi + c] == j;
+            for (int p = Lp[j]; p < Lp[j + 1] && ok; p++) {
+                while (i < nsrow && Ls[psi + i] < Li[p]) i++;
+                ok = i < nsrow && Ls[psi + i] == Li[p];
+            }
+        }
+    }
+    if (!ok) {
+        cholmod_free_factor(&L, cc);
+        free(pat->Li);
+        pat->Li = NULL;
+    }
+    return L;
+}
+
 /* The analysis of the owner's pattern: AMD's order (CHOLMOD's) or nested
  * dissection's, and then, where L is large enough for a solve to be worth
  * two cores, that order rearranged in halves.  NULL if CHOLMOD cannot analyze it. */
@@ -769,14 +878,16 @@ static ldl_pattern *analyze_ldl(emn_lu *o, const emn_sparse *A)
     /* CHOLMOD's column counts include the diagonal */
     pat->Lp[0] = 0;
     for (int k = 0; k < n; k++) pat->Lp[k + 1] = pat->Lp[k] + ((const int *)sym->ColCount)[k] - 1;
+    double flops = planned_flops(sym);
     cholmod_free_factor(&sym, cc);
-    cholmod_free_work(cc);      /* its workspace (n-sized) is needed again only for a new pattern */
-    pat->Li = emn_xmalloc(((size_t)pat->Lp[n] + 1) * sizeof(int));
     pat->x = emn_xcalloc(sz, sizeof(double));
     pat->flag = emn_xmalloc(sz * sizeof(int));
     pat->stack = emn_xmalloc(sz * sizeof(int));
     pat->path = emn_xmalloc(sz * sizeof(int));
     pat->fill = emn_xmalloc(sz * sizeof(int));
+    if (flops >= o->super_flops) pat->super = super_analysis(&S, cc, pat, A);
+    if (!pat->super) pat->Li = emn_xmalloc(((size_t)pat->Lp[n] + 1) * sizeof(int));
+    cholmod_free_work(cc);      /* its workspace (n-sized) is needed again only for a new pattern */
     return pat;
 }
 
@@ -854,6 +965,48 @@ static void ldl_half(void *arg, int h)
     J->ok[h] = ldl_rows(J->pat, J->A, J->Lx, J->dinv, lo, hi, lo, hi, J->d[h]);
 }
 
+/* The supernodal L L' of P A P' (pat->super), as L D L' in Lx and dinv:
+ * column j of L divided by its diagonal l_jj, and D_j = l_jj^2.  lo, hi:
+ * the smallest and largest pivot.  False where A is not positive
+ * definite, or a pivot is not clearly above rounding of its diagonal
+ * entry of A, as ldl_rows decides. */
+static bool super_values(ldl_pattern *pat, const emn_sparse *A, cholmod_common *cc, double *Lx, double *dinv,
+                         double *lo, double *hi)
+{
+    cholmod_factor *L = pat->super;
+    cholmod_sparse S = upper(A);
+    int ok = cholmod_factorize(&S, L, cc);
+    cholmod_memory(cc);
+    if (!ok || cc->status != CHOLMOD_OK || L->minor < L->n) return false;
+    const int *Super = L->super, *Pi = L->pi, *Px = L->px, *Ls = L->s, *perm = pat->perm, *Lp = pat->Lp;
+    const int *Li = pat->Li;
+    const double *X = L->x;
+    double dlo = INFINITY, dhi = 0;
+    for (size_t s = 0; s < L->nsuper; s++) {
+        int k1 = Super[s], nscol = Super[s + 1] - k1, nsrow = Pi[s + 1] - Pi[s];
+        for (int c = 0; c < nscol; c++) {
+            int j = k1 + c, col = perm[j];
+            const double *x = X + Px[s] + (size_t)c * (size_t)nsrow;
+            double d = x[c], dj = d * d, akk = 0;
+            for (int p = A->Ap[col]; p < A->Ap[col + 1]; p++)
+                if (A->Ai[p] == col) akk = A->Ax[p];
+            if (!(dj > DBL_EPSILON * fabs(akk)) || !isfinite(dj)) return false;
+            dinv[j] = 1 / dj;
+            dlo = fmin(dlo, dj);
+            dhi = fmax(dhi, dj);
+            double id = 1 / d;
+            const int *rows = Ls + Pi[s];
+            for (int p = Lp[j], i = c + 1; p < Lp[j + 1]; p++, i++) {
+                while (rows[i] != Li[p]) i++;
+                Lx[p] = x[i] * id;
+            }
+        }
+    }
+    *lo = dlo;
+    *hi = dhi;
+    return true;
+}
+
 /* L D L' of a symmetric A.  Returns 0, or -1 if a pivot is not positive
  * and clearly above rounding of its diagonal entry (the matrix is
  * indefinite or singular to working precision: KLU decides, and names
@@ -884,10 +1037,18 @@ static int factor_ldl(emn_lu *lu, const emn_sparse *A)
     }
     if (lu->use_ldl) lu->use_ldl = lu->valid = false;   /* refactored in place */
     lu->stats.ldl++;
-    ldl_job J = {pat, A, lu->Lx, lu->dinv, {true, true}, {{INFINITY, 0}, {INFINITY, 0}}};
-    if (t0 > 0) emn_par_two(ldl_half, &J);
-    double top[2] = {INFINITY, 0};
-    if (!J.ok[0] || !J.ok[1] || !ldl_rows(pat, A, lu->Lx, lu->dinv, t0, n, 0, n, top)) return -1;
+    double lo, hi;
+    if (pat->super) {
+        lu->stats.super++;
+        if (!super_values(pat, A, o->cc, lu->Lx, lu->dinv, &lo, &hi)) return -1;
+    } else {
+        ldl_job J = {pat, A, lu->Lx, lu->dinv, {true, true}, {{INFINITY, 0}, {INFINITY, 0}}};
+        if (t0 > 0) emn_par_two(ldl_half, &J);
+        double top[2] = {INFINITY, 0};
+        if (!J.ok[0] || !J.ok[1] || !ldl_rows(pat, A, lu->Lx, lu->dinv, t0, n, 0, n, top)) return -1;
+        lo = fmin(top[0], fmin(J.d[0][0], J.d[1][0]));
+        hi = fmax(top[1], fmax(J.d[0][1], J.d[1][1]));
+    }
     if (t0 > 0 && !pat->split) {
         /* rows ascend in each column: those in the top come last */
         pat->split = emn_xmalloc((size_t)t0 * sizeof(int));
@@ -897,7 +1058,6 @@ static int factor_ldl(emn_lu *lu, const emn_sparse *A)
             pat->split[j] = p;
         }
     }
-    double lo = fmin(top[0], fmin(J.d[0][0], J.d[1][0])), hi = fmax(top[1], fmax(J.d[0][1], J.d[1][1]));
     klu_free_numeric(&lu->num, &lu->common);
     lu->rcond = lo / hi;
     lu->use_ldl = lu->valid = true;
@@ -1067,6 +1227,11 @@ size_t emn_lu_bytes(const emn_lu *lu)
     const emn_lu *o = lu->share ? lu->share : lu;
     if (lu->Lx && o->pat) b += ((size_t)o->pat->Lp[o->pat->n] + (size_t)o->pat->n) * sizeof(double);   /* L, 1/D */
     return b;
+}
+
+void emn_lu_set_super_flops(emn_lu *lu, double flops)
+{
+    lu->super_flops = flops;
 }
 
 const emn_lu_stats *emn_lu_get_stats(const emn_lu *lu)

@@ -62,6 +62,7 @@ typedef struct emn_lu_stats {
     long offdiag;           /* pivots off the diagonal in the last full factorization */
     long ldl;               /* L D L' factorizations tried (symmetric matrices) */
     long halves;            /* L D L' solves run in two halves (see sparse.c) */
+    long super;             /* L D L' factorizations made supernodally (CHOLMOD, BLAS) */
 } emn_lu_stats;
 
 emn_lu *emn_lu_new(void);
@@ -85,6 +86,11 @@ int emn_lu_solve(emn_lu *lu, double *b);
 /* Reciprocal condition estimate of the last factorization (klu_rcond). */
 double emn_lu_rcond(emn_lu *lu);
 const emn_lu_stats *emn_lu_get_stats(const emn_lu *lu);
+/* From how many multiply-adds on an L D L' factorization is made
+ * supernodally, through BLAS (default: large ones only, sparse.c); set
+ * before the first factorization, on the LU that makes the analysis.
+ * For tests, which need the path at sizes that run in milliseconds. */
+void emn_lu_set_super_flops(emn_lu *lu, double flops);
 /* Bytes KLU holds for this LU's factorization (and analysis, if its own). */
 size_t emn_lu_bytes(const emn_lu *lu);
 void emn_lu_free(emn_lu **lu);

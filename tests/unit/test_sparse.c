@@ -479,6 +479,86 @@ static void test_halves(void)
     emn_sparse_free(&A);
 }
 
+/* A large L D L' is factored supernodally (CHOLMOD's L L', through BLAS)
+ * and copied into the layout the solves use.  Forced here on a 150 x 150
+ * grid: the solution agrees with the row-by-row factorization's and
+ * solves A x = b, for the LU that made the analysis, for one sharing it
+ * with other values, and after an indefinite matrix has sent one LU to
+ * KLU. */
+static void test_super(void)
+{
+    emn_sparse A;
+    network(&A, 150, 1.0, 4242);
+    int n = A.n;
+    double *b = emn_xmalloc((size_t)n * sizeof *b), *x = emn_xmalloc((size_t)n * sizeof *x);
+    double *y = emn_xmalloc((size_t)n * sizeof *y);
+    for (int i = 0; i < n; i++) b[i] = rnd_unit();
+    /* the row-by-row factorization's solution, to compare with */
+    emn_lu *plain = emn_lu_new();
+    memcpy(y, b, (size_t)n * sizeof *y);
+    bool good = emn_lu_factor(plain, &A, NULL) == 0 && emn_lu_solve(plain, y) == 0;
+    ok(good && emn_lu_get_stats(plain)->super == 0, "super: the default leaves a 150 x 150 grid to ldl_rows");
+    emn_lu_free(&plain);
+    emn_lu *owner = emn_lu_new(), *other = emn_lu_new_sharing(owner);
+    emn_lu_set_super_flops(owner, 0);
+    for (int k = 0; k < 2; k++) {
+        emn_lu *lu = k ? other : owner;
+        const emn_lu_stats *st = emn_lu_get_stats(lu);
+        memcpy(x, b, (size_t)n * sizeof *x);
+        good = emn_lu_factor(lu, &A, NULL) == 0 && emn_lu_solve(lu, x) == 0;
+        double res = residual(&A, x, b), diff = 0, big = 0;
+        for (int i = 0; i < n; i++) {
+            diff = fmax(diff, fabs(x[i] - y[i]));
+            big = fmax(big, fabs(y[i]));
+        }
+        ok(good && st->ldl == 1 && st->super == 1 && st->factors == 0 && st->halves == 1 && res < 1e-12 &&
+           diff <= 1e-10 * big,
+           "super: %s, supernodal (%ld) and solved in halves (%ld): ||Ax-b||/||b|| = %.3g, "
+           "%.3g from ldl_rows' x", k ? "a sharing LU" : "the analysis's LU", st->super, st->halves, res, diff / big);
+        if (!k)     /* another step size for the sharing LU */
+            for (int j = 0; j < n; j++)
+                for (int p = A.Ap[j]; p < A.Ap[j + 1]; p++)
+                    if (A.Ai[p] == j) A.Ax[p] *= 3;
+        if (!k) {
+            plain = emn_lu_new();
+            memcpy(y, b, (size_t)n * sizeof *y);
+            emn_lu_factor(plain, &A, NULL);
+            emn_lu_solve(plain, y);
+            emn_lu_free(&plain);
+        }
+    }
+    emn_lu_free(&other);
+    emn_lu_free(&owner);
+    /* indefinite in the middle: CHOLMOD stops, KLU solves; a sharing LU
+     * then factors the definite values supernodally */
+    int mid = n / 2 + 75, pm = -1;
+    for (int p = A.Ap[mid]; p < A.Ap[mid + 1]; p++)
+        if (A.Ai[p] == mid) pm = p;
+    double keep = A.Ax[pm];
+    A.Ax[pm] = 1e-3 * keep;
+    owner = emn_lu_new();
+    other = emn_lu_new_sharing(owner);
+    emn_lu_set_super_flops(owner, 0);
+    for (int k = 0; k < 2; k++) {
+        emn_lu *lu = k ? other : owner;
+        if (k) A.Ax[pm] = keep;
+        const emn_lu_stats *st = emn_lu_get_stats(lu);
+        memcpy(x, b, (size_t)n * sizeof *x);
+        good = emn_lu_factor(lu, &A, NULL) == 0 && emn_lu_solve(lu, x) == 0;
+        double res = residual(&A, x, b);
+        ok(good && st->super == 1 && st->factors == !k && res < 1e-12,
+           "super: %s (%ld supernodal, %ld KLU), ||Ax-b||/||b|| = %.3g < 1e-12",
+           k ? "definite again, supernodal for the sharing LU" : "an indefinite grid falls back to KLU",
+           st->super, st->factors, res);
+    }
+    emn_lu_free(&other);
+    emn_lu_free(&owner);
+    free(b);
+    free(x);
+    free(y);
+    emn_sparse_free(&A);
+}
+
 /* Symmetric matrices that are not positive definite go to KLU: an
  * indefinite one is solved there, a singular one reported with a column;
  * and one LU moves between L D L' and KLU as its values lose and regain
@@ -562,6 +642,7 @@ int main(void)
     test_network();
     test_ldl();
     test_halves();
+    test_super();
     test_large_build();
     return tap_done();
 }
