@@ -59,11 +59,11 @@ static void set_tolerances(emn_integ *it)
     }
 }
 
-static void mech_tolerances(emn_integ *it)
+static void mech_tolerances(emn_integ *it, int j0, int j1)
 {
     int ne = it->f->ne, nm = it->n - ne;
     double k = 1e-3 * it->o.reltol;
-    for (int j = ne; j < it->n; j++) {
+    for (int j = j0 > ne ? j0 : ne; j < j1; j++) {
         const double *pk = it->peak + (j - ne);
         it->tol_zy[j] = 1e-30;
         it->tol_zd[j] = k * pk[2 * nm] + 1e-30;
@@ -114,7 +114,7 @@ emn_integ *emn_integ_new(emn_form *f, const emn_integ_opts *o)
     it->tol_py = emn_xcalloc(sz, sizeof(double));
     it->tol_pd = emn_xcalloc(sz, sizeof(double));
     set_tolerances(it);
-    mech_tolerances(it);
+    mech_tolerances(it, 0, n);
     for (int j = 0; j < n; j++) {
         switch (f->coord[j].kind) {
         case EMN_COORD_LOOP: it->w_abs[j] = o->abstol; it->res_abs[j] = o->vntol; break;     /* A; V */
@@ -661,17 +661,24 @@ static void rotate(emn_integ *it)
 
 /* Running peaks of |z|, |p|, |w|, |F| of the mechanical coordinates (the
  * electrical tolerances do not use them). */
-static void mech_peaks(emn_integ *it)
+static void peaks_half(void *arg, int half)
 {
-    int ne = it->f->ne, nm = it->n - ne;
-    for (int j = ne; j < it->n; j++) {
+    emn_integ *it = arg;
+    int ne = it->f->ne, nm = it->n - ne, j0, j1;
+    half_range(it, half, &j0, &j1);
+    for (int j = j0 > ne ? j0 : ne; j < j1; j++) {
         double *pk = it->peak + (j - ne);
         pk[0] = max_num(pk[0], fabs(it->z[0][j]));
         pk[nm] = max_num(pk[nm], fabs(it->p[0][j]));
         pk[2 * nm] = max_num(pk[2 * nm], fabs(it->w[0][j]));
         pk[3 * nm] = max_num(pk[3 * nm], fabs(it->F[0][j]));
     }
-    mech_tolerances(it);
+    mech_tolerances(it, j0, j1);
+}
+
+static void mech_peaks(emn_integ *it)
+{
+    if (it->f->nm > 0) in_halves(it, peaks_half, it);
 }
 
 /* The trial state becomes the latest point: buffers change hands rather
@@ -814,6 +821,35 @@ static double ladder_floor(const emn_integ *it, double h)
     return fabs(l - h) <= 1e-9 * h ? h : l;
 }
 
+/* The predictor of a nonlinear step, in halves: w0 (the last velocities,
+ * or the right-hand ones after a breakpoint) plus the slope through the
+ * last two points, and the curvature through three once they all follow
+ * the last breakpoint. */
+typedef struct predictor {
+    emn_integ *it;
+    const double *w0;
+    double hf;
+    bool slope, quad;
+} predictor;
+
+static void predict_half(void *arg, int half)
+{
+    const predictor *P = arg;
+    emn_integ *it = P->it;
+    int j0, j1;
+    half_range(it, half, &j0, &j1);
+    double hf = P->hf;
+    for (int j = j0; j < j1; j++) {
+        double d1 = P->slope ? (it->w[0][j] - it->w[1][j]) / it->h : 0;
+        double p = P->w0[j] + d1 * hf;
+        if (P->quad) {
+            double d0 = (it->w[1][j] - it->w[2][j]) / it->hprev;
+            p += hf * (hf + it->h) * (d1 - d0) / (it->h + it->hprev);
+        }
+        it->wtry[j] = p;
+    }
+}
+
 int emn_integ_step(emn_integ *it, double tlimit)
 {
     emn_form *f = it->f;
@@ -891,16 +927,11 @@ int emn_integ_step(emn_integ *it, double tlimit)
         /* predictor: extrapolate the velocities linearly (from the
          * right-hand velocities after a breakpoint), or through the last
          * three points once they all follow the last breakpoint */
-        const double *w0 = it->have_right ? it->w_right : it->w[0];
-        bool quad = it->since_bp >= 3 && !it->restart && it->h > 0 && it->hprev > 0;
-        for (int j = 0; j < n && !linear; j++) {     /* a linear step solves from scratch */
-            double d1 = it->npast >= 1 && !it->restart && it->h > 0 ? (it->w[0][j] - it->w[1][j]) / it->h : 0;
-            double p = w0[j] + d1 * hf;
-            if (quad) {
-                double d0 = (it->w[1][j] - it->w[2][j]) / it->hprev;
-                p += hf * (hf + it->h) * (d1 - d0) / (it->h + it->hprev);
-            }
-            it->wtry[j] = p;
+        if (!linear) {      /* a linear step solves from scratch */
+            predictor P = {it, it->have_right ? it->w_right : it->w[0], hf,
+                           it->npast >= 1 && !it->restart && it->h > 0,
+                           it->since_bp >= 3 && !it->restart && it->h > 0 && it->hprev > 0};
+            in_halves(it, predict_half, &P);
         }
         it->nan_coord = -1;
         it->singular = false;
