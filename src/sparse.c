@@ -241,6 +241,25 @@ struct emn_lu {
     bool use_ldl;               /* the valid factorization is Lx, not num */
     bool ldl_failed;            /* not positive definite once: KLU from then on */
     double super_flops;         /* the owner's: from this size of L D L' on, supernodal */
+    /* A matrix for KLU whose coordinates fall in two groups that no entry
+     * joins (an array of separate cells) is factored and solved as two,
+     * side by side (par.h): part[h] holds group h's.  The grouping is the
+     * owner's (made once per pattern, when KLU is first needed): idx[h]
+     * lists group h's coordinates in order, sub[h] is its matrix, whose
+     * entry k is A's entry from[h][k]; pbuf is the solve's gathered right
+     * side.  An LU sharing the owner's analysis makes parts sharing the
+     * owner's parts.  A part never uses the helper itself, nor L D L'
+     * (whose first factorizations allocate, and only the main thread
+     * allocates: util.c). */
+    emn_lu *part[2];
+    emn_sparse sub[2];
+    int *from[2], *idx[2], ngrp[2];
+    double *pbuf;
+    long parts_id;              /* the owner's: groupings made; others: the one part[] shares */
+    bool parts_tried;           /* the owner's: grouping decided for this pattern */
+    bool parts_ready;           /* part[] factored once (serially, as they allocate) */
+    bool use_parts;             /* the valid factorization is part[]'s */
+    bool is_part;
     emn_lu_stats stats;
 };
 
@@ -322,11 +341,26 @@ static void drop_ldl(emn_lu *lu)
     lu->use_ldl = lu->ldl_failed = false;
 }
 
+static void drop_parts(emn_lu *lu)
+{
+    for (int h = 0; h < 2; h++) {
+        emn_lu_free(&lu->part[h]);
+        if (lu->sub[h].Ap) emn_sparse_free(&lu->sub[h]);
+        free(lu->from[h]);
+        free(lu->idx[h]);
+        lu->from[h] = lu->idx[h] = NULL;
+    }
+    free(lu->pbuf);
+    lu->pbuf = NULL;
+    lu->parts_tried = lu->parts_ready = lu->use_parts = false;
+}
+
 static void analyze(emn_lu *lu, const emn_sparse *A)
 {
     klu_free_numeric(&lu->num, &lu->common);
     drop_symbolic(lu);
     drop_ldl(lu);
+    drop_parts(lu);
     lu->valid = false;
     lu->n = A->n;
     lu->nnz = A->nnz;
@@ -1147,6 +1181,175 @@ static void solve_ldl(emn_lu *lu, double *b)
     for (int k = 0; k < n; k++) b[P[k]] = y[k];
 }
 
+/* ----------------------------------------------------------- parts */
+
+/* Below this many entries a KLU factorization and solve take too little
+ * time to share out (a MEMS array of 10^3 cells has 4000). */
+#define EMN_LU_PARTS_MIN 4000
+
+static int uf_root(int *up, int i)
+{
+    while (up[i] != i) {
+        up[i] = up[up[i]];      /* path halving */
+        i = up[i];
+    }
+    return i;
+}
+
+/* A's connected pieces (the coordinates its entries join) shared out
+ * into two groups of nearly equal entries, the largest piece first, each
+ * to the lighter group; false, and nothing made, if there are not two
+ * groups within 60/40 (one piece holds most of the matrix). */
+static bool plan_parts(emn_lu *o, const emn_sparse *A)
+{
+    int n = A->n;
+    int *up = emn_xmalloc((size_t)n * sizeof(int));
+    for (int j = 0; j < n; j++) up[j] = j;
+    for (int j = 0; j < n; j++)
+        for (int p = A->Ap[j]; p < A->Ap[j + 1]; p++) {
+            int a = uf_root(up, A->Ai[p]), b = uf_root(up, j);
+            if (a != b) up[a > b ? a : b] = a < b ? a : b;
+        }
+    /* each piece's entries, at its root; the roots by weight, heaviest
+     * first (subtree reused: w the weight, root the coordinate) */
+    double *w = emn_xcalloc((size_t)n, sizeof(double));
+    for (int j = 0; j < n; j++) w[uf_root(up, j)] += A->Ap[j + 1] - A->Ap[j];
+    int nr = 0;
+    for (int j = 0; j < n; j++) nr += up[j] == j;
+    subtree *piece = emn_xmalloc((size_t)nr * sizeof *piece);
+    nr = 0;
+    for (int j = 0; j < n; j++)
+        if (up[j] == j) piece[nr++] = (subtree){w[j], j};
+    qsort(piece, (size_t)nr, sizeof *piece, heavier_first);
+    double bin[2] = {0, 0};
+    for (int r = 0; r < nr; r++) {
+        int h = bin[1] < bin[0];
+        bin[h] += piece[r].w;
+        w[piece[r].root] = h;       /* now the root's group */
+    }
+    bool ok = nr > 1 && fmax(bin[0], bin[1]) <= 0.6 * (bin[0] + bin[1]);
+    if (ok) {
+        int *pos = emn_xmalloc((size_t)n * sizeof(int)), *grp = emn_xmalloc((size_t)n * sizeof(int));
+        for (int j = 0; j < n; j++) grp[j] = (int)w[uf_root(up, j)];
+        o->ngrp[0] = o->ngrp[1] = 0;
+        for (int j = 0; j < n; j++) pos[j] = o->ngrp[grp[j]]++;
+        for (int h = 0; h < 2; h++) {
+            int m = o->ngrp[h], nz = 0;
+            o->idx[h] = emn_xmalloc(((size_t)m + 1) * sizeof(int));
+            int *Bp = emn_xmalloc(((size_t)m + 1) * sizeof(int));
+            for (int j = 0; j < n; j++)
+                if (grp[j] == h) nz += A->Ap[j + 1] - A->Ap[j];
+            int *Bi = emn_xmalloc(((size_t)nz + 1) * sizeof(int));
+            o->from[h] = emn_xmalloc(((size_t)nz + 1) * sizeof(int));
+            int k = 0, c = 0;
+            Bp[0] = 0;
+            for (int j = 0; j < n; j++) {
+                if (grp[j] != h) continue;
+                o->idx[h][c] = j;
+                for (int p = A->Ap[j]; p < A->Ap[j + 1]; p++) {
+                    Bi[k] = pos[A->Ai[p]];      /* same group: a piece is whole */
+                    o->from[h][k++] = p;
+                }
+                Bp[++c] = k;
+            }
+            emn_sparse_init(&o->sub[h], m);
+            emn_sparse_adopt(&o->sub[h], Bp, Bi);
+            o->part[h] = emn_lu_new();
+            o->part[h]->is_part = o->part[h]->ldl_failed = true;
+        }
+        o->pbuf = emn_xmalloc(((size_t)n + 1) * sizeof(double));
+        o->parts_id++;
+        free(pos);
+        free(grp);
+    }
+    free(piece);
+    free(w);
+    free(up);
+    return ok;
+}
+
+typedef struct parts_job {
+    emn_lu *lu;
+    emn_lu *o;
+    const emn_sparse *A;
+    double *b;
+    int rc[2], bad[2];
+} parts_job;
+
+static void factor_part(void *arg, int h)
+{
+    parts_job *J = arg;
+    emn_sparse *B = &J->o->sub[h];
+    const int *from = J->o->from[h];
+    const double *Ax = J->A->Ax;
+    for (int k = 0; k < B->nnz; k++) B->Ax[k] = Ax[from[k]];
+    J->rc[h] = emn_lu_factor(J->lu->part[h], B, &J->bad[h]);
+}
+
+static void solve_part(void *arg, int h)
+{
+    parts_job *J = arg;
+    const int *idx = J->o->idx[h];
+    int m = J->o->ngrp[h];
+    double *y = J->o->pbuf + (h ? J->o->ngrp[0] : 0), *b = J->b;
+    for (int k = 0; k < m; k++) y[k] = b[idx[k]];
+    J->rc[h] = emn_lu_solve(J->lu->part[h], y);
+    for (int k = 0; k < m; k++) b[idx[k]] = y[k];
+}
+
+/* Factor A as its owner's two groups.  Counted as one factorization:
+ * with pivoting if either part chose a new pivot order. */
+static int factor_parts(emn_lu *lu, emn_lu *o, const emn_sparse *A, int *bad_col)
+{
+    if (lu != o && (!lu->part[0] || lu->parts_id != o->parts_id)) {
+        drop_parts(lu);
+        for (int h = 0; h < 2; h++) {
+            lu->part[h] = emn_lu_new_sharing(o->part[h]);
+            lu->part[h]->is_part = lu->part[h]->ldl_failed = true;
+        }
+        lu->parts_id = o->parts_id;
+    }
+    emn_lu_stats before[2] = {lu->part[0]->stats, lu->part[1]->stats};
+    parts_job J = {lu, o, A, NULL, {0, 0}, {-1, -1}};
+    if (lu->parts_ready) {
+        emn_par_two(factor_part, &J);
+    } else {
+        factor_part(&J, 0);
+        factor_part(&J, 1);
+    }
+    lu->valid = lu->use_parts = false;
+    long full = 0, offdiag = 0;
+    for (int h = 0; h < 2; h++) {
+        full += lu->part[h]->stats.factors - before[h].factors;
+        offdiag += lu->part[h]->stats.offdiag;
+    }
+    if (full) {
+        lu->stats.factors++;
+        lu->stats.offdiag = offdiag;
+    } else {
+        lu->stats.refactors++;
+    }
+    for (int h = 0; h < 2; h++)
+        if (J.rc[h] < 0) {
+            if (bad_col) *bad_col = J.bad[h] >= 0 ? o->idx[h][J.bad[h]] : -1;
+            lu->rcond = 0;
+            return -1;
+        }
+    lu->parts_ready = true;
+    lu->stats.parts++;
+    lu->rcond = fmin(emn_lu_rcond(lu->part[0]), emn_lu_rcond(lu->part[1]));
+    lu->valid = lu->use_parts = true;
+    return 0;
+}
+
+static int solve_parts(emn_lu *lu, double *b)
+{
+    emn_lu *o = lu->share ? lu->share : lu;
+    parts_job J = {lu, o, NULL, b, {0, 0}, {-1, -1}};
+    emn_par_two(solve_part, &J);
+    return J.rc[0] < 0 || J.rc[1] < 0 ? -1 : 0;
+}
+
 int emn_lu_factor(emn_lu *lu, const emn_sparse *A, int *bad_col)
 {
     assert(A->Ap && "emn_lu_factor before emn_sparse_finalize");
@@ -1166,17 +1369,24 @@ int emn_lu_factor(emn_lu *lu, const emn_sparse *A, int *bad_col)
     size_t bytes = (size_t)A->nnz * sizeof *A->Ax;
     if (!lu->share) {
         if (lu->valid && memcmp(lu->Ax, A->Ax, bytes) == 0) return 0;
-        if (lu->valid && !lu->use_ldl && lu->rgrowth_full < 0) {   /* from the values it was factored with */
+        if (lu->valid && !lu->use_ldl && !lu->use_parts && lu->rgrowth_full < 0) {   /* from the values it was factored with */
             klu_rgrowth(lu->Ap, lu->Ai, lu->Ax, lu->sym, lu->num, &lu->common);
             lu->rgrowth_full = lu->common.rgrowth;
         }
         memcpy(lu->Ax, A->Ax, bytes);
     }
+    lu->use_parts = false;
     if (!lu->ldl_failed && maybe_spd(lu, A)) {
         if (factor_ldl(lu, A) == 0) return 0;
         lu->ldl_failed = true;
     }
     if (lu->use_ldl) lu->use_ldl = lu->valid = false;      /* KLU from scratch */
+    emn_lu *o = lu->share ? lu->share : lu;
+    if (!o->parts_tried && !o->is_part && A->nnz >= EMN_LU_PARTS_MIN && emn_par_threads() > 1) {
+        o->parts_tried = true;
+        plan_parts(o, A);
+    }
+    if (o->part[0]) return factor_parts(lu, o, A, bad_col);
 
     if (lu->valid) {
         lu->valid = false;
@@ -1205,6 +1415,7 @@ int emn_lu_solve(emn_lu *lu, double *b)
     if (!lu->valid) return -1;
     lu->stats.solves++;
     if (lu->n == 0) return 0;
+    if (lu->use_parts) return solve_parts(lu, b);
     if (lu->use_ldl) {
         /* an analysis replaced since (the owner met a new pattern) leaves
          * these values laid out for another L */
@@ -1226,6 +1437,8 @@ size_t emn_lu_bytes(const emn_lu *lu)
     size_t b = lu->common.memusage;
     const emn_lu *o = lu->share ? lu->share : lu;
     if (lu->Lx && o->pat) b += ((size_t)o->pat->Lp[o->pat->n] + (size_t)o->pat->n) * sizeof(double);   /* L, 1/D */
+    for (int h = 0; h < 2; h++)
+        if (lu->part[h]) b += emn_lu_bytes(lu->part[h]);
     return b;
 }
 
@@ -1243,6 +1456,7 @@ void emn_lu_free(emn_lu **plu)
 {
     if (!plu || !*plu) return;
     emn_lu *lu = *plu;
+    drop_parts(lu);
     klu_free_numeric(&lu->num, &lu->common);
     drop_symbolic(lu);
     drop_ldl(lu);

@@ -63,6 +63,7 @@ typedef struct emn_lu_stats {
     long ldl;               /* L D L' factorizations tried (symmetric matrices) */
     long halves;            /* L D L' solves run in two halves (see sparse.c) */
     long super;             /* L D L' factorizations made supernodally (CHOLMOD, BLAS) */
+    long parts;             /* KLU factorizations made as two independent groups (sparse.c) */
 } emn_lu_stats;
 
 emn_lu *emn_lu_new(void);

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "par.h"
 #include "sparse.h"
 #include "tap.h"
 #include "util.h"
@@ -559,6 +560,75 @@ static void test_super(void)
     emn_sparse_free(&A);
 }
 
+/* A matrix for KLU made of separate cells (a MEMS array's: cell k joins
+ * coordinates k and m + k) is factored and solved as two groups of
+ * cells side by side, when there is a second core.  Random unsymmetric
+ * 2 x 2 cells: the solution solves A x = b, for the LU that made the
+ * grouping and for one sharing its analysis; a singular cell is named
+ * by its column in A's numbering; and a cell joined to another cell
+ * still splits, where one cell joined to all does not. */
+static void cells(emn_sparse *A, int m, int link)
+{
+    int n = 2 * m;
+    emn_sparse_init(A, n);
+    for (int k = 0; k < m; k++) {
+        emn_sparse_reserve(A, k, k);
+        emn_sparse_reserve(A, k, m + k);
+        emn_sparse_reserve(A, m + k, k);
+        emn_sparse_reserve(A, m + k, m + k);
+    }
+    for (int k = 1; k <= link; k++) emn_sparse_reserve(A, 0, k), emn_sparse_reserve(A, k, 0);
+    emn_sparse_finalize(A);
+    for (int j = 0; j < n; j++)
+        for (int p = A->Ap[j]; p < A->Ap[j + 1]; p++)
+            A->Ax[p] = A->Ai[p] == j ? 4 + rnd_unit() : rnd_unit();
+}
+
+static void test_parts(void)
+{
+    bool two = emn_par_threads() > 1;
+    int m = 1500, n = 2 * m;
+    emn_sparse A;
+    cells(&A, m, 1);
+    double *b = emn_xmalloc((size_t)n * sizeof *b), *x = emn_xmalloc((size_t)n * sizeof *x);
+    emn_lu *owner = emn_lu_new(), *other = emn_lu_new_sharing(owner);
+    for (int round = 0; round < 3; round++) {
+        emn_lu *lu = round == 2 ? other : owner;
+        const emn_lu_stats *st = emn_lu_get_stats(lu);
+        if (round) for (int p = 0; p < A.nnz; p++) A.Ax[p] *= 1 + 0.1 * rnd_unit();
+        for (int i = 0; i < n; i++) b[i] = x[i] = rnd_unit();
+        bool good = emn_lu_factor(lu, &A, NULL) == 0 && emn_lu_solve(lu, x) == 0;
+        double res = residual(&A, x, b);
+        long want = two ? (round == 2 ? 1 : round + 1) : 0;
+        ok(good && st->parts == want && st->ldl == 0 && res < 1e-12,
+           "parts: %s, %ld of them in two groups (%s), ||Ax-b||/||b|| = %.3g < 1e-12",
+           round == 0 ? "separate cells" : round == 1 ? "new values" : "a sharing LU", st->parts,
+           two ? "two cores" : "one core: none", res);
+    }
+    emn_lu_free(&other);
+    emn_lu_free(&owner);
+    /* cell 700 singular: both of its columns' entries zero */
+    for (int p = A.Ap[700]; p < A.Ap[701]; p++) A.Ax[p] = 0;
+    for (int p = A.Ap[m + 700]; p < A.Ap[m + 701]; p++) A.Ax[p] = 0;
+    owner = emn_lu_new();
+    int bad = -5, rc = emn_lu_factor(owner, &A, &bad);
+    ok(rc == -1 && (bad == 700 || bad == m + 700) && emn_lu_get_stats(owner)->factors == 1,
+       "parts: a singular cell is named in A's numbering (column %d)", bad);
+    emn_lu_free(&owner);
+    emn_sparse_free(&A);
+    /* coordinate 0 joined to every other cell: one piece, no groups */
+    cells(&A, m, m - 1);
+    owner = emn_lu_new();
+    for (int i = 0; i < n; i++) b[i] = x[i] = rnd_unit();
+    bool good = emn_lu_factor(owner, &A, NULL) == 0 && emn_lu_solve(owner, x) == 0;
+    ok(good && emn_lu_get_stats(owner)->parts == 0 && residual(&A, x, b) < 1e-12,
+       "parts: cells all joined to one are factored whole");
+    emn_lu_free(&owner);
+    emn_sparse_free(&A);
+    free(b);
+    free(x);
+}
+
 /* Symmetric matrices that are not positive definite go to KLU: an
  * indefinite one is solved there, a singular one reported with a column;
  * and one LU moves between L D L' and KLU as its values lose and regain
@@ -643,6 +713,7 @@ int main(void)
     test_ldl();
     test_halves();
     test_super();
+    test_parts();
     test_large_build();
     return tap_done();
 }
