@@ -422,6 +422,42 @@ static void test_network(void)
     }
 }
 
+/* A 150 x 150 network made indefinite: one diagonal entry (positive)
+ * far below its couplings, in the middle of the grid.  The
+ * factorization stops there (with halves, in one while the other goes
+ * on) and KLU solves it.  Then an LU sharing the analysis, on the same
+ * values made definite again, factors L D L' in the workspace the failed
+ * factorization left (the row that failed has consumed its dense
+ * values): row by row in halves, or supernodally (super). */
+static void indefinite_grid(emn_sparse *A, bool super)
+{
+    int n = A->n, mid = n / 2 + 75, pm = -1;
+    for (int p = A->Ap[mid]; p < A->Ap[mid + 1]; p++)
+        if (A->Ai[p] == mid) pm = p;
+    double keep = A->Ax[pm];
+    A->Ax[pm] = 1e-3 * keep;
+    double *b = emn_xmalloc((size_t)n * sizeof *b), *x = emn_xmalloc((size_t)n * sizeof *x);
+    emn_lu *owner = emn_lu_new(), *other = emn_lu_new_sharing(owner);
+    if (super) emn_lu_set_super_flops(owner, 0);
+    const char *tag = super ? "super" : "halves";
+    for (int k = 0; k < 2; k++) {
+        emn_lu *lu = k ? other : owner;
+        if (k) A->Ax[pm] = keep;
+        const emn_lu_stats *st = emn_lu_get_stats(lu);
+        for (int i = 0; i < n; i++) b[i] = x[i] = rnd_unit() - 0.5;
+        bool good = emn_lu_factor(lu, A, NULL) == 0 && emn_lu_solve(lu, x) == 0;
+        double res = residual(A, x, b);
+        ok(good && st->ldl == 1 && st->factors == !k && st->halves == k && st->super == (super ? 1 : 0) &&
+           res < 1e-12, "%s: %s (%ld L D L', %ld supernodal, %ld KLU, %ld in halves), ||Ax-b||/||b|| = %.3g < 1e-12",
+           tag, k ? "definite again, L D L' in the same workspace" : "an indefinite grid falls back to KLU",
+           st->ldl, st->super, st->factors, st->halves, res);
+    }
+    emn_lu_free(&other);
+    emn_lu_free(&owner);
+    free(b);
+    free(x);
+}
+
 /* A large L D L' solve runs in two halves of the elimination tree, joined
  * by its top: on a 150 x 150 grid, for the LU that made the analysis and
  * for one that shares it with other values (a cache by step size). */
@@ -448,33 +484,7 @@ static void test_halves(void)
     }
     emn_lu_free(&other);
     emn_lu_free(&owner);
-    /* indefinite: one diagonal entry (positive) far below its couplings, in
-     * the middle of the grid; the factorization stops there (in one half,
-     * while the other goes on) and KLU solves it.  Then an LU sharing the
-     * analysis, on the same values made definite again, factors L D L'
-     * in the workspace the failed factorization left (the row that
-     * failed has consumed its dense values). */
-    int mid = n / 2 + 75, pm = -1;
-    for (int p = A.Ap[mid]; p < A.Ap[mid + 1]; p++)
-        if (A.Ai[p] == mid) pm = p;
-    double keep = A.Ax[pm];
-    A.Ax[pm] = 1e-3 * keep;
-    owner = emn_lu_new();
-    other = emn_lu_new_sharing(owner);
-    for (int k = 0; k < 2; k++) {
-        emn_lu *lu = k ? other : owner;
-        if (k) A.Ax[pm] = keep;
-        const emn_lu_stats *st = emn_lu_get_stats(lu);
-        for (int i = 0; i < n; i++) b[i] = x[i] = rnd_unit() - 0.5;
-        bool good = emn_lu_factor(lu, &A, NULL) == 0 && emn_lu_solve(lu, x) == 0;
-        double res = residual(&A, x, b);
-        ok(good && st->ldl == 1 && st->factors == !k && st->halves == k && res < 1e-12,
-           "halves: %s (%ld L D L', %ld KLU, %ld in halves), ||Ax-b||/||b|| = %.3g < 1e-12",
-           k ? "definite again, L D L' in the same workspace" : "an indefinite grid falls back to KLU",
-           st->ldl, st->factors, st->halves, res);
-    }
-    emn_lu_free(&other);
-    emn_lu_free(&owner);
+    indefinite_grid(&A, false);
     free(b);
     free(x);
     emn_sparse_free(&A);
@@ -530,30 +540,7 @@ static void test_super(void)
     }
     emn_lu_free(&other);
     emn_lu_free(&owner);
-    /* indefinite in the middle: CHOLMOD stops, KLU solves; a sharing LU
-     * then factors the definite values supernodally */
-    int mid = n / 2 + 75, pm = -1;
-    for (int p = A.Ap[mid]; p < A.Ap[mid + 1]; p++)
-        if (A.Ai[p] == mid) pm = p;
-    double keep = A.Ax[pm];
-    A.Ax[pm] = 1e-3 * keep;
-    owner = emn_lu_new();
-    other = emn_lu_new_sharing(owner);
-    emn_lu_set_super_flops(owner, 0);
-    for (int k = 0; k < 2; k++) {
-        emn_lu *lu = k ? other : owner;
-        if (k) A.Ax[pm] = keep;
-        const emn_lu_stats *st = emn_lu_get_stats(lu);
-        memcpy(x, b, (size_t)n * sizeof *x);
-        good = emn_lu_factor(lu, &A, NULL) == 0 && emn_lu_solve(lu, x) == 0;
-        double res = residual(&A, x, b);
-        ok(good && st->super == 1 && st->factors == !k && res < 1e-12,
-           "super: %s (%ld supernodal, %ld KLU), ||Ax-b||/||b|| = %.3g < 1e-12",
-           k ? "definite again, supernodal for the sharing LU" : "an indefinite grid falls back to KLU",
-           st->super, st->factors, res);
-    }
-    emn_lu_free(&other);
-    emn_lu_free(&owner);
+    indefinite_grid(&A, true);
     free(b);
     free(x);
     free(y);
