@@ -574,7 +574,7 @@ static void cells(emn_sparse *A, int m, int link)
 static void test_parts(void)
 {
     bool two = emn_par_threads() > 1;
-    int m = 1500, n = 2 * m;
+    int m = 6000, n = 2 * m;
     emn_sparse A;
     cells(&A, m, 1);
     double *b = emn_xmalloc((size_t)n * sizeof *b), *x = emn_xmalloc((size_t)n * sizeof *x);
@@ -594,12 +594,12 @@ static void test_parts(void)
     }
     emn_lu_free(&other);
     emn_lu_free(&owner);
-    /* cell 700 singular: both of its columns' entries zero */
-    for (int p = A.Ap[700]; p < A.Ap[701]; p++) A.Ax[p] = 0;
-    for (int p = A.Ap[m + 700]; p < A.Ap[m + 701]; p++) A.Ax[p] = 0;
+    /* cell 4700 singular: both of its columns' entries zero */
+    for (int p = A.Ap[4700]; p < A.Ap[4701]; p++) A.Ax[p] = 0;
+    for (int p = A.Ap[m + 4700]; p < A.Ap[m + 4701]; p++) A.Ax[p] = 0;
     owner = emn_lu_new();
     int bad = -5, rc = emn_lu_factor(owner, &A, &bad);
-    ok(rc == -1 && (bad == 700 || bad == m + 700) && emn_lu_get_stats(owner)->factors == 1,
+    ok(rc == -1 && (bad == 4700 || bad == m + 4700) && emn_lu_get_stats(owner)->factors == 1,
        "parts: a singular cell is named in A's numbering (column %d)", bad);
     emn_lu_free(&owner);
     emn_sparse_free(&A);
