@@ -61,12 +61,14 @@
  * ordered whole (analyze). */
 #define EMN_LU_SMALL_BLOCK 16
 
-/* From this many multiply-adds on, a factorization is CHOLMOD's
- * supernodal one (see ldl_pattern).  Below it the dense blocks are too
- * small to gain much: a 10^5-node mesh (3.7e8) factors in 0.13 s either
- * way on the machine of bench/RESULTS.md, a 10^6-node one (1.3e10) in
- * 6.5 s by ldl_rows on two cores and in 1.6 to 2.6 s supernodally with
- * OpenBLAS, 5 s with the reference BLAS. */
+/* From this many multiply-adds on, where the BLAS is OpenBLAS, a
+ * factorization is CHOLMOD's supernodal one (see ldl_pattern).  Below it
+ * the dense blocks are too small to gain much: a 10^5-node mesh (3.7e8)
+ * factors in 0.13 s either way on the machine of bench/RESULTS.md, a
+ * 10^6-node one (1.3e10) in 6.5 s by ldl_rows on two cores and in 1.6 to
+ * 2.6 s supernodally with OpenBLAS.  With the reference BLAS it takes 5 s
+ * on one core, and the whole transient as long as ldl_rows' (103 against
+ * 102 s), so ldl_rows is kept there. */
 #define EMN_LDL_SUPER_FLOPS 2e9
 
 void emn_sparse_init(emn_sparse *A, int n)
@@ -273,6 +275,27 @@ static void check_memory(const emn_lu *lu)
     }
 }
 
+/* Whether CHOLMOD's BLAS is OpenBLAS (found by an entry point of its
+ * own).  Its first call asks OpenBLAS for one thread: OpenBLAS's workers
+ * spin (yielding) for about a tenth of a second after every call, which
+ * through a supernodal factorization keeps the second core busy for a
+ * tenth less wall time (a 10^6-node mesh: 2.0 s on two threads, 2.2 s on
+ * one), and emnet's second core has its own helper (par.h). */
+static bool openblas(void)
+{
+#ifdef HAVE_DLSYM
+    static int known = -1;
+    if (known < 0) {
+        void (*set)(int) = (void (*)(int))dlsym(RTLD_DEFAULT, "openblas_set_num_threads");
+        known = set != NULL;
+        if (set) set(1);
+    }
+    return known;
+#else
+    return false;
+#endif
+}
+
 emn_lu *emn_lu_new(void)
 {
     emn_lu *lu = emn_xcalloc(1, sizeof *lu);
@@ -295,7 +318,7 @@ emn_lu *emn_lu_new(void)
      * emn_sparse_finalize builds only sorted columns without duplicates. */
     lu->common.scale = -1;
     lu->n = -1;
-    lu->super_flops = EMN_LDL_SUPER_FLOPS;
+    lu->super_flops = openblas() ? EMN_LDL_SUPER_FLOPS : INFINITY;
     return lu;
 }
 
@@ -785,23 +808,6 @@ static double planned_flops(const cholmod_factor *sym)
     return fl;
 }
 
-/* CHOLMOD's BLAS may be OpenBLAS, whose worker threads spin (yielding)
- * for about a tenth of a second after every call: through a supernodal
- * factorization they keep the second core busy for a tenth less wall
- * time (a 10^6-node mesh: 2.0 s on two threads, 2.2 s on one).  emnet's
- * second core has its own helper (par.h), so where the BLAS is OpenBLAS
- * it is asked for one thread. */
-static void blas_one_thread(void)
-{
-#ifdef HAVE_DLSYM
-    static bool done;
-    if (done) return;
-    done = true;
-    void (*set)(int) = (void (*)(int))dlsym(RTLD_DEFAULT, "openblas_set_num_threads");
-    if (set) set(1);
-#endif
-}
-
 /* L's pattern, Li, as ldl_rows finds it: row k's entries are the tree
  * paths from those of row k of P A P' up to k, and each column's rows
  * come in ascending order. */
@@ -829,7 +835,6 @@ static void symbolic_rows(ldl_pattern *pat, const emn_sparse *A)
 static cholmod_factor *super_analysis(cholmod_sparse *S, cholmod_common *cc, ldl_pattern *pat, const emn_sparse *A)
 {
     int n = pat->n;
-    blas_one_thread();
     cc->supernodal = CHOLMOD_SUPERNODAL;
     cholmod_factor *L = analyze_given(S, cc, pat->perm);
     cc->supernodal = CHOLMOD_SIMPLICIAL;

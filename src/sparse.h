@@ -88,9 +88,10 @@ int emn_lu_solve(emn_lu *lu, double *b);
 double emn_lu_rcond(emn_lu *lu);
 const emn_lu_stats *emn_lu_get_stats(const emn_lu *lu);
 /* From how many multiply-adds on an L D L' factorization is made
- * supernodally, through BLAS (default: large ones only, sparse.c); set
- * before the first factorization, on the LU that makes the analysis.
- * For tests, which need the path at sizes that run in milliseconds. */
+ * supernodally, through BLAS (default: large ones only, and only where
+ * the BLAS is OpenBLAS, sparse.c); set before the first factorization,
+ * on the LU that makes the analysis.  For tests, which need the path at
+ * sizes that run in milliseconds, whatever the BLAS. */
 void emn_lu_set_super_flops(emn_lu *lu, double flops);
 /* Bytes KLU holds for this LU's factorization (and analysis, if its own). */
 size_t emn_lu_bytes(const emn_lu *lu);
