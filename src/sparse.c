@@ -1205,8 +1205,10 @@ static int uf_root(int *up, int i)
 
 /* A's connected pieces (the coordinates its entries join) shared out
  * into two groups of nearly equal entries, the largest piece first, each
- * to the lighter group; false, and nothing made, if there are not two
- * groups within 60/40 (one piece holds most of the matrix). */
+ * to the lighter group; false, and nothing made, unless A is many small
+ * pieces (none over a tenth of the entries: entries are a poor measure
+ * of a piece's fill, and an operating point's matrix is one large piece
+ * beside thousands of single entries) that share out within 60/40. */
 static bool plan_parts(emn_lu *o, const emn_sparse *A)
 {
     int n = A->n;
@@ -1234,7 +1236,7 @@ static bool plan_parts(emn_lu *o, const emn_sparse *A)
         bin[h] += piece[r].w;
         w[piece[r].root] = h;       /* now the root's group */
     }
-    bool ok = nr > 1 && fmax(bin[0], bin[1]) <= 0.6 * (bin[0] + bin[1]);
+    bool ok = nr > 1 && piece[0].w <= 0.1 * (bin[0] + bin[1]) && fmax(bin[0], bin[1]) <= 0.6 * (bin[0] + bin[1]);
     if (ok) {
         int *pos = emn_xmalloc((size_t)n * sizeof(int)), *grp = emn_xmalloc((size_t)n * sizeof(int));
         for (int j = 0; j < n; j++) grp[j] = (int)w[uf_root(up, j)];
