@@ -243,16 +243,17 @@ struct emn_lu {
     bool use_ldl;               /* the valid factorization is Lx, not num */
     bool ldl_failed;            /* not positive definite once: KLU from then on */
     double super_flops;         /* the owner's: from this size of L D L' on, supernodal */
-    /* A matrix for KLU whose coordinates fall in two groups that no entry
-     * joins (an array of separate cells) is factored and solved as two,
-     * side by side (par.h): part[h] holds group h's.  The grouping is the
-     * owner's (made once per pattern, when KLU is first needed): idx[h]
-     * lists group h's coordinates in order, sub[h] is its matrix, whose
-     * entry k is A's entry from[h][k]; pbuf is the solve's gathered right
-     * side.  An LU sharing the owner's analysis makes parts sharing the
-     * owner's parts.  A part never uses the helper itself, nor L D L'
-     * (whose first factorizations allocate, and only the main thread
-     * allocates: util.c). */
+    /* A matrix for KLU made of many small pieces that no entry joins (an
+     * array of separate cells) is factored and solved as two groups of
+     * them, side by side (par.h): part[h] holds group h's.  The grouping
+     * is the owner's (made once per pattern, when KLU is first needed,
+     * plan_parts): idx[h] lists group h's coordinates in order, sub[h] is
+     * its matrix, whose entry k is A's entry from[h][k]; pbuf is the
+     * solve's gathered right side.  An LU sharing the owner's analysis
+     * makes parts sharing the owner's parts.  A part never uses the
+     * helper itself, nor L D L', and its first factorization (which
+     * copies the pattern) runs on the main thread: only the main thread
+     * may call emn_xmalloc (util.c); KLU's own allocations are malloc's. */
     emn_lu *part[2];
     emn_sparse sub[2];
     int *from[2], *idx[2], ngrp[2];
@@ -261,7 +262,7 @@ struct emn_lu {
     bool parts_tried;           /* the owner's: grouping decided for this pattern */
     bool parts_ready;           /* part[] factored once (serially, as they allocate) */
     bool use_parts;             /* the valid factorization is part[]'s */
-    bool is_part;
+    bool is_part;               /* one of another LU's part[] */
     emn_lu_stats stats;
 };
 
