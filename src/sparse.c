@@ -444,10 +444,10 @@ static int factor_full(emn_lu *lu, const emn_sparse *A, int *bad_col)
     lu->rcond = lu->rcond_full = lu->common.rcond;
     /* The pivot growth is only a yardstick for later refactorizations:
      * one that keeps a copy of its values measures it when the first
-     * comes (a linear operating point never refactors); one that shares
-     * its analysis and keeps no values measures it now. */
+     * comes (a linear operating point never refactors); one that keeps
+     * none (it shares an analysis, or is a part) measures it now. */
     lu->rgrowth_full = -1;
-    if (lu->share) {
+    if (lu->share || lu->is_part) {
         klu_rgrowth(A->Ap, A->Ai, A->Ax, lu->sym, lu->num, &lu->common);
         lu->rgrowth_full = lu->common.rgrowth;
     }
@@ -1231,16 +1231,19 @@ static bool plan_parts(emn_lu *o, const emn_sparse *A)
     for (int j = 0; j < n; j++)
         if (up[j] == j) piece[nr++] = (subtree){w[j], j};
     qsort(piece, (size_t)nr, sizeof *piece, heavier_first);
+    /* grp: each root's group, then (a root is its piece's first
+     * coordinate: union keeps the smaller) every coordinate's */
+    int *grp = emn_xmalloc((size_t)n * sizeof(int));
     double bin[2] = {0, 0};
     for (int r = 0; r < nr; r++) {
         int h = bin[1] < bin[0];
         bin[h] += piece[r].w;
-        w[piece[r].root] = h;       /* now the root's group */
+        grp[piece[r].root] = h;
     }
+    for (int j = 0; j < n; j++) grp[j] = grp[uf_root(up, j)];
     bool ok = nr > 1 && piece[0].w <= 0.1 * (bin[0] + bin[1]) && fmax(bin[0], bin[1]) <= 0.6 * (bin[0] + bin[1]);
     if (ok) {
-        int *pos = emn_xmalloc((size_t)n * sizeof(int)), *grp = emn_xmalloc((size_t)n * sizeof(int));
-        for (int j = 0; j < n; j++) grp[j] = (int)w[uf_root(up, j)];
+        int *pos = emn_xmalloc((size_t)n * sizeof(int));
         o->ngrp[0] = o->ngrp[1] = 0;
         for (int j = 0; j < n; j++) pos[j] = o->ngrp[grp[j]]++;
         for (int h = 0; h < 2; h++) {
@@ -1270,8 +1273,8 @@ static bool plan_parts(emn_lu *o, const emn_sparse *A)
         o->pbuf = emn_xmalloc(((size_t)n + 1) * sizeof(double));
         o->parts_id++;
         free(pos);
-        free(grp);
     }
+    free(grp);
     free(piece);
     free(w);
     free(up);
@@ -1375,9 +1378,10 @@ int emn_lu_factor(emn_lu *lu, const emn_sparse *A, int *bad_col)
     }
     if (!same_pattern(lu, A)) analyze(lu, A);
     /* one that shares an analysis keeps no copy of the values: its user
-     * (a cache by step size) asks only for new ones */
+     * (a cache by step size) asks only for new ones; nor does a part,
+     * whose whole matrix's LU has already compared them */
     size_t bytes = (size_t)A->nnz * sizeof *A->Ax;
-    if (!lu->share) {
+    if (!lu->share && !lu->is_part) {
         if (lu->valid && memcmp(lu->Ax, A->Ax, bytes) == 0) return 0;
         if (lu->valid && !lu->use_ldl && !lu->use_parts && lu->rgrowth_full < 0) {   /* from the values it was factored with */
             klu_rgrowth(lu->Ap, lu->Ai, lu->Ax, lu->sym, lu->num, &lu->common);
