@@ -12,7 +12,10 @@
  * emn_lu follows KLU's own split: klu_analyze once per pattern, klu_factor
  * the first time, klu_refactor afterwards (same pivots), and a fresh
  * klu_factor when the reciprocal pivot growth / condition estimate says the
- * old pivot order has gone bad.
+ * old pivot order has gone bad.  Two other factorizations take its place
+ * where they fit (sparse.c): L D L' for a symmetric positive definite
+ * matrix, and dense blocks with partial pivoting for one whose pieces
+ * (coordinates no entry joins to the rest) are all tiny.
  */
 #ifndef EMN_SPARSE_H
 #define EMN_SPARSE_H
@@ -64,6 +67,7 @@ typedef struct emn_lu_stats {
     long halves;            /* L D L' solves run in two halves (see sparse.c) */
     long super;             /* L D L' factorizations made supernodally (CHOLMOD, BLAS) */
     long parts;             /* KLU factorizations made as two independent groups (sparse.c) */
+    long tiny;              /* factorizations made as small dense blocks (sparse.c) */
 } emn_lu_stats;
 
 emn_lu *emn_lu_new(void);

@@ -225,9 +225,10 @@ static void test_refactor_path(void)
 
 static void test_singular(void)
 {
-    /* 6x6 tridiagonal-ish, column 4 entirely zero in value (but present in
-     * the pattern, as a node nothing stamps would be) */
-    int n = 6, zc = 4;
+    /* 12x12 tridiagonal-ish (larger than the dense blocks of
+     * test_tiny: these are KLU's), column 4 entirely zero in value (but
+     * present in the pattern, as a node nothing stamps would be) */
+    int n = 12, zc = 4;
     emn_sparse A;
     emn_sparse_init(&A, n);
     for (int j = 0; j < n; j++) {
@@ -243,15 +244,14 @@ static void test_singular(void)
     int bad = -5;
     ok(emn_lu_factor(lu, &A, &bad) == -1, "singular: factor reports -1");
     ok(bad == zc, "singular: zero column reported (%d, want %d)", bad, zc);
-    double b[6] = {1, 1, 1, 1, 1, 1};
+    double b[12] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
     ok(emn_lu_solve(lu, b) == -1, "singular: solve refused after a failed factorization");
 
     /* Two equal columns: singular in value, not in structure.  Either of
      * the two may be the one found without a pivot. */
-    /* columns 4 and 5 both become (0 0 0 0 1 1)^T */
-    for (int j = 0; j < n; j++)
-        for (int p = A.Ap[j]; p < A.Ap[j + 1]; p++)
-            if (j >= 4) A.Ax[p] = A.Ai[p] >= 4 ? 1.0 : 0.0;
+    /* columns 4 and 5 both become (0 0 0 0 1 1 0 ...)^T */
+    for (int j = 4; j <= 5; j++)
+        for (int p = A.Ap[j]; p < A.Ap[j + 1]; p++) A.Ax[p] = A.Ai[p] == 4 || A.Ai[p] == 5 ? 1.0 : 0.0;
     bad = -5;
     int rc = emn_lu_factor(lu, &A, &bad);
     ok(rc == -1 && (bad == 4 || bad == 5), "singular: dependent columns reported (%d)", bad);
@@ -260,7 +260,7 @@ static void test_singular(void)
      * refactorization comes next) */
     for (int j = 0; j < n; j++)
         for (int p = A.Ap[j]; p < A.Ap[j + 1]; p++) A.Ax[p] = A.Ai[p] == j ? 3.0 : A.Ai[p] < j ? -1.0 : -0.5;
-    double x[6], bb[6];
+    double x[12], bb[12];
     for (int i = 0; i < n; i++) x[i] = bb[i] = i + 1;
     ok(emn_lu_factor(lu, &A, &bad) == 0 && bad == -1 && emn_lu_solve(lu, x) == 0
        && residual(&A, x, bb) < 1e-14, "singular: recovers on a regular matrix");
@@ -547,23 +547,27 @@ static void test_super(void)
     emn_sparse_free(&A);
 }
 
-/* A matrix for KLU made of separate cells (a MEMS array's: cell k joins
- * coordinates k and m + k) is factored and solved as two groups of
- * cells side by side, when there is a second core.  Random unsymmetric
- * 2 x 2 cells: the solution solves A x = b, for the LU that made the
- * grouping and for one sharing its analysis; a singular cell is named
- * by its column in A's numbering; and a piece holding a fifth of the
- * matrix keeps it whole. */
-static void cells(emn_sparse *A, int m, int link)
+/* A matrix for KLU made of separate cells is factored and solved as two
+ * groups of cells side by side, when there is a second core.  Cell k of
+ * m joins coordinates k, m + k, 2m + k, ... (size of them) in a chain;
+ * coordinate 0 is joined to the first link cells.  Random unsymmetric
+ * values, diagonally dominant.  The solution solves A x = b, for the LU
+ * that made the grouping and for one sharing its analysis; a singular
+ * cell is named by its column in A's numbering; and a piece holding a
+ * fifth of the matrix keeps it whole.  Cells of ten coordinates: smaller
+ * ones are dense blocks (test_tiny). */
+static void cells(emn_sparse *A, int m, int size, int link)
 {
-    int n = 2 * m;
+    int n = size * m;
     emn_sparse_init(A, n);
-    for (int k = 0; k < m; k++) {
-        emn_sparse_reserve(A, k, k);
-        emn_sparse_reserve(A, k, m + k);
-        emn_sparse_reserve(A, m + k, k);
-        emn_sparse_reserve(A, m + k, m + k);
-    }
+    for (int k = 0; k < m; k++)
+        for (int i = 0; i < size; i++) {
+            emn_sparse_reserve(A, k + m * i, k + m * i);
+            if (i + 1 < size) {
+                emn_sparse_reserve(A, k + m * i, k + m * (i + 1));
+                emn_sparse_reserve(A, k + m * (i + 1), k + m * i);
+            }
+        }
     for (int k = 1; k <= link; k++) emn_sparse_reserve(A, 0, k), emn_sparse_reserve(A, k, 0);
     emn_sparse_finalize(A);
     for (int j = 0; j < n; j++)
@@ -574,9 +578,9 @@ static void cells(emn_sparse *A, int m, int link)
 static void test_parts(void)
 {
     bool two = emn_par_threads() > 1;
-    int m = 6000, n = 2 * m;
+    int m = 1500, size = 10, n = size * m;
     emn_sparse A;
-    cells(&A, m, 1);
+    cells(&A, m, size, 1);
     double *b = emn_xmalloc((size_t)n * sizeof *b), *x = emn_xmalloc((size_t)n * sizeof *x);
     emn_lu *owner = emn_lu_new(), *other = emn_lu_new_sharing(owner);
     for (int round = 0; round < 3; round++) {
@@ -594,18 +598,18 @@ static void test_parts(void)
     }
     emn_lu_free(&other);
     emn_lu_free(&owner);
-    /* cell 4700 singular: both of its columns' entries zero */
-    for (int p = A.Ap[4700]; p < A.Ap[4701]; p++) A.Ax[p] = 0;
-    for (int p = A.Ap[m + 4700]; p < A.Ap[m + 4701]; p++) A.Ax[p] = 0;
+    /* cell 1170 singular: its third coordinate's column zero */
+    int zc = 1170 + 2 * m;
+    for (int p = A.Ap[zc]; p < A.Ap[zc + 1]; p++) A.Ax[p] = 0;
     owner = emn_lu_new();
     int bad = -5, rc = emn_lu_factor(owner, &A, &bad);
-    ok(rc == -1 && (bad == 4700 || bad == m + 4700) && emn_lu_get_stats(owner)->factors == 1,
-       "parts: a singular cell is named in A's numbering (column %d)", bad);
+    ok(rc == -1 && bad == zc && emn_lu_get_stats(owner)->factors == 1,
+       "parts: a singular cell is named in A's numbering (column %d, want %d)", bad, zc);
     emn_lu_free(&owner);
     emn_sparse_free(&A);
     /* coordinate 0 joined to a fifth of the cells: a piece too large,
      * beside many small ones */
-    cells(&A, m, m / 5);
+    cells(&A, m, size, m / 5);
     owner = emn_lu_new();
     for (int i = 0; i < n; i++) b[i] = x[i] = rnd_unit();
     bool good = emn_lu_factor(owner, &A, NULL) == 0 && emn_lu_solve(owner, x) == 0;
@@ -615,6 +619,117 @@ static void test_parts(void)
     emn_sparse_free(&A);
     free(b);
     free(x);
+}
+
+/* Pieces of at most eight coordinates are factored as dense blocks, with
+ * partial pivoting.  n coordinates, shuffled, fall into pieces of 1 to 8
+ * (or all of `size`), each with a random pattern around its diagonal;
+ * random values, the diagonal no larger than the rest, so that pivots
+ * leave it. */
+static void pieces_matrix(emn_sparse *A, int n, int size, int *perm)
+{
+    for (int i = 0; i < n; i++) perm[i] = i;
+    for (int i = n - 1; i > 0; i--) {
+        int j = (int)(rnd() % (unsigned)(i + 1)), t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
+    }
+    emn_sparse_init(A, n);
+    for (int s = 0, m; s < n; s += m) {
+        m = size ? size : 1 + (int)(rnd() % 8);
+        if (m > n - s) m = n - s;
+        for (int i = 0; i < m; i++)
+            for (int j = 0; j < m; j++)
+                if (i == j || j == i + 1 || i == j + 1 || rnd() % 3 == 0) emn_sparse_reserve(A, perm[s + i], perm[s + j]);
+    }
+    emn_sparse_finalize(A);
+    for (int p = 0; p < A->nnz; p++) A->Ax[p] = rnd_unit();
+}
+
+static double solved(emn_lu *lu, const emn_sparse *A, double *b, double *x)
+{
+    int n = A->n;
+    for (int i = 0; i < n; i++) b[i] = x[i] = rnd_unit();
+    if (emn_lu_solve(lu, x) != 0) return INFINITY;
+    return residual(A, x, b);
+}
+
+static void test_tiny(void)
+{
+    int n = 6000;
+    emn_sparse A;
+    int *perm = emn_xmalloc((size_t)n * sizeof(int));
+    double *b = emn_xmalloc((size_t)n * sizeof *b), *x = emn_xmalloc((size_t)n * sizeof *x);
+    double *v1 = emn_xmalloc((size_t)n * 8 * sizeof *v1);
+    pieces_matrix(&A, n, 0, perm);
+    emn_lu *owner = emn_lu_new(), *other = emn_lu_new_sharing(owner);
+    const emn_lu_stats *st = emn_lu_get_stats(owner), *so = emn_lu_get_stats(other);
+    int rc = emn_lu_factor(owner, &A, NULL);
+    double res = solved(owner, &A, b, x);
+    ok(rc == 0 && st->tiny == 1 && st->factors == 1 && st->offdiag > 0 && res < 1e-12,
+       "tiny: pieces of 1 to 8, %ld pivots off the diagonal, ||Ax-b||/||b|| = %.3g < 1e-12", st->offdiag, res);
+    ok(emn_lu_factor(owner, &A, NULL) == 0 && st->tiny == 1, "tiny: an unchanged matrix is not factored again");
+    for (int p = 0; p < A.nnz; p++) A.Ax[p] *= 2;
+    rc = emn_lu_factor(owner, &A, NULL);
+    res = solved(owner, &A, b, x);
+    ok(rc == 0 && st->tiny == 2 && st->factors == 1 && st->refactors == 1 && res < 1e-12,
+       "tiny: doubled values keep the pivots: a refactorization (%ld), ||Ax-b||/||b|| = %.3g", st->refactors, res);
+    /* the sharing LU factors other values; each solves with its own */
+    memcpy(v1, A.Ax, (size_t)A.nnz * sizeof *v1);
+    for (int p = 0; p < A.nnz; p++) A.Ax[p] = rnd_unit();
+    rc = emn_lu_factor(other, &A, NULL);
+    res = solved(other, &A, b, x);
+    ok(rc == 0 && so->tiny == 1 && so->analyses == 0 && res < 1e-12,
+       "tiny: a sharing LU, ||Ax-b||/||b|| = %.3g < 1e-12", res);
+    memcpy(A.Ax, v1, (size_t)A.nnz * sizeof *v1);
+    res = solved(owner, &A, b, x);
+    ok(res < 1e-12, "tiny: the owner's factorization is its own (%.3g)", res);
+    /* a zero column in the piece of coordinate perm[4500] */
+    int zc = perm[4500], bad = -5;
+    for (int p = A.Ap[zc]; p < A.Ap[zc + 1]; p++) A.Ax[p] = 0;
+    rc = emn_lu_factor(owner, &A, &bad);
+    ok(rc == -1 && bad == zc && emn_lu_solve(owner, x) == -1,
+       "tiny: a zero column is reported (%d, want %d), the solve refused", bad, zc);
+    for (int p = A.Ap[zc]; p < A.Ap[zc + 1]; p++) A.Ax[p] = rnd_unit();
+    rc = emn_lu_factor(owner, &A, &bad);
+    res = solved(owner, &A, b, x);
+    ok(rc == 0 && bad == -1 && res < 1e-12, "tiny: recovers on a regular matrix (%.3g)", res);
+    emn_lu_free(&other);
+    emn_lu_free(&owner);
+    emn_sparse_free(&A);
+
+    /* every size of block alone, each needing its pivots off the
+     * diagonal: B(i, j) = 1 + i + j except B(i, i) = 0 */
+    for (int size = 1; size <= 9; size++) {
+        emn_sparse_init(&A, size);
+        for (int i = 0; i < size; i++)
+            for (int j = 0; j < size; j++) emn_sparse_reserve(&A, i, j);
+        emn_sparse_finalize(&A);
+        for (int j = 0; j < size; j++)
+            for (int p = A.Ap[j]; p < A.Ap[j + 1]; p++) A.Ax[p] = A.Ai[p] == j && size > 1 ? 0 : 1 + A.Ai[p] + j;
+        owner = emn_lu_new();
+        st = emn_lu_get_stats(owner);
+        rc = emn_lu_factor(owner, &A, NULL);
+        res = solved(owner, &A, b, x);
+        ok(rc == 0 && st->tiny == (size <= 8) && res < 1e-13, "tiny: one block of %d, %s, ||Ax-b||/||b|| = %.3g",
+           size, size <= 8 ? "dense" : "KLU's", res);
+        emn_lu_free(&owner);
+        emn_sparse_free(&A);
+    }
+
+    /* an array of 2 x 2 cells, a MEMS array's, in two halves */
+    pieces_matrix(&A, n, 2, perm);
+    owner = emn_lu_new();
+    st = emn_lu_get_stats(owner);
+    rc = emn_lu_factor(owner, &A, NULL);
+    res = solved(owner, &A, b, x);
+    ok(rc == 0 && st->tiny == 1 && st->parts == 0 && res < 1e-12, "tiny: %d cells of 2, ||Ax-b||/||b|| = %.3g", n / 2, res);
+    emn_lu_free(&owner);
+    emn_sparse_free(&A);
+    free(v1);
+    free(x);
+    free(b);
+    free(perm);
 }
 
 /* Symmetric matrices that are not positive definite go to KLU: an
@@ -702,6 +817,7 @@ int main(void)
     test_halves();
     test_super();
     test_parts();
+    test_tiny();
     test_large_build();
     return tap_done();
 }
