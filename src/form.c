@@ -1993,20 +1993,27 @@ static int first_bad_lane(const double *out, int nrow, int nb)
  * inductors, springs). */
 static void cmat_add(const emn_cmat *M, const double *x, double *y, double *scale, int r0, int r1)
 {
-    const int *ptr = M->rptr, *col = M->col;
+    const int *ptr = M->rptr, *col = M->col, *rows = M->rows;
     const double *val = M->val;
+    if (!scale) {
+        for (int r = r0; r < r1; r++) {
+            int i = rows[r];
+            double s = y[i];
+            for (int k = ptr[i]; k < ptr[i + 1]; k++) s += val[k] * x[col[k]];
+            y[i] = s;
+        }
+        return;
+    }
     for (int r = r0; r < r1; r++) {
-        int i = M->rows[r];
-        double s = y[i], a = scale ? scale[i] : 0;
+        int i = rows[r];
+        double s = y[i], a = scale[i];
         for (int k = ptr[i]; k < ptr[i + 1]; k++) {
-            double xc = x[col[k]];
-            if (xc == 0) continue;
-            double d = val[k] * xc;
+            double d = val[k] * x[col[k]];
             s += d;
             a += fabs(d);
         }
         y[i] = s;
-        if (scale) scale[i] = a;
+        scale[i] = a;
     }
 }
 
