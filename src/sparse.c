@@ -276,6 +276,7 @@ struct emn_lu {
     int tiny_nb, tiny_mid;
     int *tiny_ptr, *tiny_off, *tiny_col, *tiny_src;
     long tiny_id, tx_id;
+    size_t tx_len;              /* tx's numbers (tpiv's: n) */
     double *tx;
     int *tpiv;
     bool use_tiny;              /* the valid factorization is tx's */
@@ -1492,7 +1493,8 @@ static int factor_tiny(emn_lu *lu, const emn_lu *o, const emn_sparse *A, int *ba
     if (!lu->tx || lu->tx_id != o->tiny_id) {
         free(lu->tx);
         free(lu->tpiv);
-        lu->tx = emn_xmalloc(((size_t)o->tiny_off[o->tiny_nb] + 1) * sizeof *lu->tx);
+        lu->tx_len = (size_t)o->tiny_off[o->tiny_nb];
+        lu->tx = emn_xmalloc((lu->tx_len + 1) * sizeof *lu->tx);
         lu->tpiv = emn_xmalloc(((size_t)o->n + 1) * sizeof *lu->tpiv);
         /* the order a factorization is compared with: the diagonal */
         for (int b = 0; b < o->tiny_nb; b++)
@@ -1538,6 +1540,7 @@ static void drop_tiny(emn_lu *lu)
     free(lu->tpiv);
     lu->tiny_ptr = lu->tiny_off = lu->tiny_col = lu->tiny_src = lu->tpiv = NULL;
     lu->tx = NULL;
+    lu->tx_len = 0;
     lu->tiny_nb = lu->tiny_mid = 0;
     lu->use_tiny = false;
 }
@@ -1802,7 +1805,7 @@ size_t emn_lu_bytes(const emn_lu *lu)
     if (lu->Lx && o->pat) b += ((size_t)o->pat->Lp[o->pat->n] + (size_t)o->pat->n) * sizeof(double);   /* L, 1/D */
     for (int h = 0; h < 2; h++)
         if (lu->part[h]) b += emn_lu_bytes(lu->part[h]);
-    if (lu->tx) b += ((size_t)o->tiny_off[o->tiny_nb] * sizeof(double) + (size_t)o->n * sizeof(int));
+    if (lu->tx) b += lu->tx_len * sizeof(double) + (size_t)lu->n * sizeof(int);
     return b;
 }
 
