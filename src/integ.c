@@ -809,6 +809,15 @@ static double ladder(const emn_integ *it, double h)
     return k > 60 ? h : ldexp(hm, -k);
 }
 
+/* The ladder step nearest h, by ratio. */
+static double ladder_nearest(const emn_integ *it, double h)
+{
+    double hm = it->o.hmax;
+    if (h >= hm) return hm;
+    int k = (int)lround(log2(hm / h));
+    return k > 60 ? h : ldexp(hm, -k);
+}
+
 /* The largest ladder step not above h (h itself if it is one, within
  * rounding). */
 static double ladder_floor(const emn_integ *it, double h)
@@ -878,7 +887,11 @@ int emn_integ_step(emn_integ *it, double tlimit)
      * error test cannot see */
     if (it->restart && it->npast > 0) {
         double gap = fmin(it->next_bp, tlimit) - t;
-        h = fmin(h, 0.1 * (it->hfull > 0 ? fmin(it->hfull, gap) : gap));
+        double cap = 0.1 * (it->hfull > 0 ? fmin(it->hfull, gap) : gap);
+        /* a linear circuit's: the ladder step nearest it (an eighth of
+         * the step before a corner, not the sixteenth that rounding down
+         * would give) */
+        h = fmin(h, linear ? ladder_nearest(it, cap) : cap);
     }
     if (linear) h = ladder(it, h);
     double *hzbuf = it->hz, *hpbuf = it->hp;
