@@ -1247,6 +1247,28 @@ static int *bucket_couplings(const emn_form *f, const tcouplings *tc, bool sourc
  * not worth a second core. */
 #define EMN_LIN_HALVES_MIN 50000
 
+/* Where the evaluations' halves meet: at first f->lin_mid, then where
+ * their measured times say (par.h); r[q] is the first of lin[q]'s rows
+ * at or past s.mid. */
+typedef struct emn_lin_split {
+    emn_par_split s;
+    int r[4];
+} emn_lin_split;
+
+static void split_at(const emn_form *f, emn_lin_split *L)
+{
+    for (int q = 0; q < 4; q++) {
+        const emn_cmat *m = &f->lin[q];
+        int lo = 0, hi = m->nrows;      /* the first row at or past mid */
+        while (lo < hi) {
+            int c = lo + (hi - lo) / 2;
+            if (m->rows[c] < L->s.mid) lo = c + 1;
+            else hi = c;
+        }
+        L->r[q] = lo;
+    }
+}
+
 /* The row that splits the linear part of an evaluation (the copy of the
  * constant parts, a row each, and the four matrices' entries) in two
  * halves of nearly equal work. */
@@ -1267,12 +1289,10 @@ static void split_rows(emn_form *f)
     }
     if (lo <= 0 || lo >= n) return;
     f->lin_mid = lo;
-    for (int q = 0; q < 4; q++) {
-        const emn_cmat *m = &f->lin[q];
-        int r = 0;
-        while (r < m->nrows && m->rows[r] < lo) r++;
-        f->lin_r[q] = r;
-    }
+    f->lin_split = emn_xcalloc(1, sizeof *f->lin_split);
+    f->lin_split->s.mid = lo;
+    f->lin_split->s.n = n;
+    split_at(f, f->lin_split);
 }
 
 /* The four constant matrices (dp/dz, dp/dw, dF/dz, dF/dw of the linear
@@ -1836,6 +1856,7 @@ void emn_form_free(emn_form **pf)
         free(f->lin[q].rptr); free(f->lin[q].rows); free(f->lin[q].col);
         free(f->lin[q].slot); free(f->lin[q].val);
     }
+    free(f->lin_split);
     free(f->need_int);
     emn_arena_free(&f->ar);
     free(f);
@@ -2072,20 +2093,21 @@ static void lin_half(void *arg, int h)
 {
     const lin_part *L = arg;
     const emn_form *f = L->f;
-    bool whole = f->lin_mid == 0;
-    int r0[4], r1[4];
+    const emn_lin_split *S = f->lin_split;
+    int mid = S ? S->s.mid : f->n, r0[4], r1[4];
     for (int q = 0; q < 4; q++) {
-        r0[q] = h ? f->lin_r[q] : 0;
-        r1[q] = h || whole ? f->lin[q].nrows : f->lin_r[q];
+        r0[q] = h ? S->r[q] : 0;
+        r1[q] = h || !S ? f->lin[q].nrows : S->r[q];
     }
-    lin_rows(L, h ? f->lin_mid : 0, h || whole ? f->n : f->lin_mid, r0, r1);
+    lin_rows(L, h ? mid : 0, h ? f->n : mid, r0, r1);
     if (L->nl) batches_half(L->nl, h, L->z, L->w, NULL);
 }
 
 static void eval_linear(const lin_part *L)
 {
-    if (L->f->lin_mid > 0) emn_par_two(lin_half, (void *)L);
-    else lin_half((void *)L, 0);
+    emn_lin_split *S = L->f->lin_split;
+    if (!S) lin_half((void *)L, 0);
+    else if (emn_par_timed(&S->s, lin_half, (void *)L)) split_at(L->f, S);
 }
 
 int emn_form_eval(emn_form *f, const double *z, const double *w, double *p, double *F,

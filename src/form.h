@@ -155,9 +155,11 @@ typedef struct emn_form {
      * column: the only copy, for evaluation and the Newton matrix */
     emn_cmat lin[4];
     /* Rows [0, lin_mid) and [lin_mid, n) share out the linear part of an
-     * evaluation evenly, for two cores (par.h); lin_r[q]: the first of
-     * lin[q]'s rows at or past lin_mid.  lin_mid = 0: one part. */
-    int lin_mid, lin_r[4];
+     * evaluation evenly by entries, for two cores (par.h); lin_mid = 0:
+     * one part.  The evaluations split there first, and then where their
+     * halves' measured times say (lin_split, form.c). */
+    int lin_mid;
+    struct emn_lin_split *lin_split;
     bool *need_int;     /* per source: its integral is used somewhere */
     int *nonlinear;     /* indices of nonlinear terms */
     int nnonlinear;

@@ -16,6 +16,7 @@
 #include <stdbool.h>
 
 #include "form.h"
+#include "par.h"
 #include "sparse.h"
 
 typedef struct emn_integ_opts {
@@ -85,6 +86,10 @@ typedef struct emn_integ {
     double *src_next;       /* per source, its next breakpoint after the last asked for */
     double *w_abs, *res_abs;    /* absolute tolerances of each velocity and residual */
     double *tol_zy, *tol_zd, *tol_py, *tol_pd;  /* of z, p and their rates (set_tolerances) */
+    /* where the passes over the coordinates split in two (integ.c:
+     * in_halves); apart, so that the passes of a const integrator can
+     * time their halves */
+    emn_par_split *halves;
     emn_integ_stats st;
     char msg[512];
     int bad_coord;          /* coordinate named by the last failure, or -1 */

@@ -14,6 +14,7 @@
 #include "config.h"
 #include "par.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -129,4 +130,44 @@ void emn_par_two(emn_par_fn fn, void *arg)
         relax();
         if (k % 64 == 0) sched_yield();
     }
+}
+
+typedef struct timed {
+    emn_par_fn fn;
+    void *arg;
+    long long t[2];
+} timed;
+
+static void timed_half(void *arg, int h)
+{
+    timed *T = arg;
+    long long t0 = now_ns();
+    T->fn(T->arg, h);
+    T->t[h] = now_ns() - t0;
+}
+
+bool emn_par_split_move(emn_par_split *s)
+{
+    int mid = s->mid, n = s->n;
+    bool moved = false;
+    if (s->t[0] > 0 && s->t[1] > 0 && mid > 0 && mid < n) {
+        double r0 = s->t[0] / mid, r1 = s->t[1] / (n - mid);
+        long m = lround(0.5 * (mid + (double)n * r1 / (r0 + r1)));
+        long lo = n / 8, hi = n - n / 8;
+        m = m < lo ? lo : m > hi ? hi : m;
+        moved = m != mid;
+        s->mid = (int)m;
+    }
+    s->t[0] = s->t[1] = 0;
+    s->calls = 0;
+    return moved;
+}
+
+bool emn_par_timed(emn_par_split *s, emn_par_fn fn, void *arg)
+{
+    timed T = {fn, arg, {0, 0}};
+    emn_par_two(timed_half, &T);
+    s->t[0] += 1e-9 * (double)T.t[0];
+    s->t[1] += 1e-9 * (double)T.t[1];
+    return ++s->calls >= EMN_PAR_SPLIT_EVERY && emn_par_split_move(s);
 }
