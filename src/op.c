@@ -122,6 +122,7 @@ static void opsys_init(opsys *o, emn_form *f)
     o->R = emn_xcalloc(2 * nv, sizeof(double));
     o->X = emn_xcalloc(2 * nv, sizeof(double));
     o->lu = emn_lu_new();
+    emn_lu_borrow(o->lu);       /* K keeps its pattern while o lives */
 }
 
 static void opsys_free(opsys *o)

@@ -217,10 +217,12 @@ struct emn_lu {
     bool sym_owned;         /* sym is this one's to free */
     klu_numeric *num;
     /* the pattern sym was built for (kept by the owner of the analysis
-     * only), and the values num factors */
+     * only), and the values num factors; an LU that borrows keeps only
+     * pointers to its matrix's pattern and no values (emn_lu_borrow) */
     int n, nnz;
     int *Ap, *Ai;
     double *Ax;
+    bool borrow;
     bool valid;             /* num (or ldl) is a good factorization of Ax */
     double rcond;           /* of the last factorization, full or not */
     double rcond_full, rgrowth_full;    /* of the last full one */
@@ -414,11 +416,16 @@ static void analyze(emn_lu *lu, const emn_sparse *A)
         lu->sym = lu->share->sym;
         return;
     }
-    lu->Ax = emn_xrealloc(lu->Ax, nz * sizeof *lu->Ax);
-    lu->Ap = emn_xrealloc(lu->Ap, np * sizeof *lu->Ap);
-    lu->Ai = emn_xrealloc(lu->Ai, nz * sizeof *lu->Ai);
-    memcpy(lu->Ap, A->Ap, np * sizeof *lu->Ap);
-    memcpy(lu->Ai, A->Ai, (size_t)A->nnz * sizeof *lu->Ai);
+    if (lu->borrow) {
+        lu->Ap = A->Ap;
+        lu->Ai = A->Ai;
+    } else {
+        lu->Ax = emn_xrealloc(lu->Ax, nz * sizeof *lu->Ax);
+        lu->Ap = emn_xrealloc(lu->Ap, np * sizeof *lu->Ap);
+        lu->Ai = emn_xrealloc(lu->Ai, nz * sizeof *lu->Ai);
+        memcpy(lu->Ap, A->Ap, np * sizeof *lu->Ap);
+        memcpy(lu->Ai, A->Ai, (size_t)A->nnz * sizeof *lu->Ai);
+    }
     lu->common.btf = 1;
     lu->sym = klu_analyze(A->n, A->Ap, A->Ai, &lu->common);
     /* The block triangular form costs each block some bookkeeping in
@@ -468,7 +475,7 @@ static int factor_full(emn_lu *lu, const emn_sparse *A, int *bad_col)
      * comes (a linear operating point never refactors); one that keeps
      * none (it shares an analysis, or is a part) measures it now. */
     lu->rgrowth_full = -1;
-    if (lu->share || lu->is_part) {
+    if (lu->share || lu->is_part || lu->borrow) {
         klu_rgrowth(A->Ap, A->Ai, A->Ax, lu->sym, lu->num, &lu->common);
         lu->rgrowth_full = lu->common.rgrowth;
     }
@@ -1725,7 +1732,7 @@ int emn_lu_factor(emn_lu *lu, const emn_sparse *A, int *bad_col)
      * (a cache by step size) asks only for new ones; nor does a part,
      * whose whole matrix's LU has already compared them */
     size_t bytes = (size_t)A->nnz * sizeof *A->Ax;
-    if (!lu->share && !lu->is_part) {
+    if (!lu->share && !lu->is_part && !lu->borrow) {
         if (lu->valid && memcmp(lu->Ax, A->Ax, bytes) == 0) return 0;
         if (lu->valid && !lu->use_ldl && !lu->use_parts && !lu->use_tiny && lu->rgrowth_full < 0) {  /* from the values it was factored with */
             klu_rgrowth(lu->Ap, lu->Ai, lu->Ax, lu->sym, lu->num, &lu->common);
@@ -1809,6 +1816,12 @@ size_t emn_lu_bytes(const emn_lu *lu)
     return b;
 }
 
+void emn_lu_borrow(emn_lu *lu)
+{
+    assert(lu->n < 0 && !lu->share);
+    lu->borrow = true;
+}
+
 void emn_lu_set_super_flops(emn_lu *lu, double flops)
 {
     lu->super_flops = flops;
@@ -1830,8 +1843,10 @@ void emn_lu_free(emn_lu **plu)
     drop_ldl(lu);
     if (lu->cc) cholmod_finish(lu->cc);
     free(lu->cc);
-    free(lu->Ap);
-    free(lu->Ai);
+    if (!lu->borrow) {
+        free(lu->Ap);
+        free(lu->Ai);
+    }
     free(lu->Ax);
     free(lu);
     *plu = NULL;

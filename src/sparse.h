@@ -97,6 +97,13 @@ const emn_lu_stats *emn_lu_get_stats(const emn_lu *lu);
  * on the LU that makes the analysis.  For tests, which need the path at
  * sizes that run in milliseconds, whatever the BLAS. */
 void emn_lu_set_super_flops(emn_lu *lu, double flops);
+/* Before its first factorization: lu keeps no copy of the matrices it
+ * factors, only pointers to their pattern, which must then stay as they
+ * are while lu uses them (an operating point's matrix, made once and
+ * factored by one LU): it skips no matrix equal to the last, and saves
+ * a copy of the pattern and values, which for an operating point's
+ * matrix of 10^5 to 10^7 entries is memory first touched for nothing. */
+void emn_lu_borrow(emn_lu *lu);
 /* Bytes KLU holds for this LU's factorization (and analysis, if its own). */
 size_t emn_lu_bytes(const emn_lu *lu);
 void emn_lu_free(emn_lu **lu);

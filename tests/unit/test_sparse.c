@@ -223,6 +223,44 @@ static void test_refactor_path(void)
     emn_sparse_free(&A);
 }
 
+/* An LU that borrows its matrix's pattern keeps no copy: it factors the
+ * same values again when asked, still refactors with the old pivots while
+ * they hold, and still notices when they no longer do (the diagonal of a
+ * cyclic matrix falling to 1e-9, as in test_refactor_path). */
+static void test_borrow(void)
+{
+    int n = 200;
+    emn_sparse C;
+    emn_sparse_init(&C, n);
+    for (int j = 0; j < n; j++) {
+        emn_sparse_reserve(&C, j, j);
+        emn_sparse_reserve(&C, (j + 1) % n, j);
+    }
+    emn_sparse_finalize(&C);
+    double *b = emn_xmalloc((size_t)n * sizeof *b), *x = emn_xmalloc((size_t)n * sizeof *x);
+    emn_lu *lu = emn_lu_new();
+    emn_lu_borrow(lu);
+    const emn_lu_stats *st = emn_lu_get_stats(lu);
+    int bad = 0;
+    for (int round = 0; round < 4; round++) {
+        for (int j = 0; j < n; j++)
+            for (int p = C.Ap[j]; p < C.Ap[j + 1]; p++)
+                C.Ax[p] = C.Ai[p] == j ? (round < 3 ? 4.0 + round : 1e-9 * (1 + fabs(rnd_unit()))) : 1 + 0.5 * rnd_unit();
+        for (int i = 0; i < n; i++) b[i] = x[i] = rnd_unit();
+        if (emn_lu_factor(lu, &C, NULL) != 0 || emn_lu_solve(lu, x) != 0 || !(residual(&C, x, b) < 1e-12)) bad++;
+        if (round == 1 && emn_lu_factor(lu, &C, NULL) != 0) bad++;     /* the same values again */
+    }
+    ok(!bad && st->analyses == 1, "borrow: four matrices of one pattern solved, residuals < 1e-12");
+    ok(st->factors == 2 && st->refactors == 4,
+       "borrow: the same values refactored; degraded pivots refactored, then factored afresh (factors %ld, refactors %ld)",
+       st->factors, st->refactors);
+    emn_lu_free(&lu);
+    ok(C.Ap && C.Ai, "borrow: freeing the LU leaves the matrix's pattern");
+    emn_sparse_free(&C);
+    free(b);
+    free(x);
+}
+
 static void test_singular(void)
 {
     /* 12x12 tridiagonal-ish (larger than the dense blocks of
@@ -810,6 +848,7 @@ int main(void)
     test_pattern();
     test_random_solve();
     test_refactor_path();
+    test_borrow();
     test_singular();
     test_tridiagonal();
     test_network();
