@@ -74,7 +74,11 @@ static void opsys_init(opsys *o, emn_form *f)
     int *Ki = emn_xreserve((3 * (size_t)J->nnz + (size_t)n + 1) * sizeof(int));
     int *hz = emn_xmalloc((size_t)J->nnz * sizeof(int) + 1);
     int *hw = emn_xmalloc((size_t)J->nnz * sizeof(int) + 1);
-    int *h2 = emn_xmalloc((size_t)J->nnz * sizeof(int) + 1);
+    /* (R2, w) entries are dF/dz alone: a circuit without any (a
+     * resistive grid in either formulation) has no map for them */
+    bool any2 = false;
+    for (int k = 0; k < J->nnz && !any2; k++) any2 = has[k] & 4;
+    int *h2 = any2 ? emn_xmalloc((size_t)J->nnz * sizeof(int) + 1) : NULL;
     int *hd2 = emn_xmalloc((size_t)n * sizeof(int) + 1), *hd1 = emn_xmalloc((size_t)n * sizeof(int) + 1);
     int q = 0;
     for (int col = 0; col < n; col++) {
@@ -88,7 +92,7 @@ static void opsys_init(opsys *o, emn_form *f)
     }
     for (int col = 0; col < n; col++) {
         Kp[n + col] = q;
-        for (int k = J->Ap[col]; k < J->Ap[col + 1]; k++) {
+        for (int k = J->Ap[col]; k < J->Ap[col + 1] && h2; k++) {
             h2[k] = has[k] & 4 ? q : -1;
             if (has[k] & 4) Ki[q++] = J->Ai[k];
         }
@@ -418,7 +422,7 @@ static int vanishing_coordinate(opsys *o, const double *z, const double *w)
     const emn_sparse *J = &o->f->J;
     for (int col2 = 0; col2 < n; col2++)
         for (int k = J->Ap[col2]; k < J->Ap[col2 + 1]; k++)
-            if (o->k2[k] >= 0 && o->K.Ax[o->k2[k]] != 0) held[col2] = true;     /* dF/dz, as matrix() stamped it */
+            if (o->k2 && o->k2[k] >= 0 && o->K.Ax[o->k2[k]] != 0) held[col2] = true;     /* dF/dz, as matrix() stamped it */
     /* each component relative to the size of coordinates of its kind (a
      * pendulum resting at zero is no less settled than a shaft at 1 rad);
      * a mechanical coordinate is named before an electrical one whenever

@@ -168,7 +168,8 @@ void emn_sparse_adopt(emn_sparse *A, int *Ap, int *Ai)
     A->Ap = Ap;
     A->Ai = Ai;
     A->nnz = Ap[n];
-    A->Ax = emn_xcalloc((size_t)(A->nnz ? A->nnz : 1), sizeof *A->Ax);
+    /* reserved, not cleared: see sparse.h */
+    A->Ax = emn_xreserve((size_t)(A->nnz ? A->nnz : 1) * sizeof *A->Ax);
 }
 
 int emn_sparse_find(const emn_sparse *A, int i, int j)

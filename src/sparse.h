@@ -44,7 +44,11 @@ void emn_sparse_finalize(emn_sparse *A);
  * and Ai (Ap[n]) allocated with emn_xmalloc, rows strictly increasing in
  * each column and every diagonal present (what finalize would have made).
  * A then owns them; for patterns derived from another one, where sorting
- * millions of triplets would only rediscover the order they came in. */
+ * millions of triplets would only rediscover the order they came in.
+ * Ax is left unset (and its memory untouched until then): the caller
+ * writes every value, or calls emn_sparse_zero, before any use.  A
+ * Newton matrix is zeroed before each assembly anyway, and one an
+ * analysis never assembles (the transient's, under -op) costs nothing. */
 void emn_sparse_adopt(emn_sparse *A, int *Ap, int *Ai);
 /* Slot of a handle, after finalize. */
 static inline int emn_sparse_slot(const emn_sparse *A, int handle) { return A->slot[handle]; }
