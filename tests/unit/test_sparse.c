@@ -150,6 +150,17 @@ static void test_random_solve(void)
     }
 }
 
+/* The pattern of a diagonal plus a cyclic shift. */
+static void cyclic(emn_sparse *C, int n)
+{
+    emn_sparse_init(C, n);
+    for (int j = 0; j < n; j++) {
+        emn_sparse_reserve(C, j, j);
+        emn_sparse_reserve(C, (j + 1) % n, j);
+    }
+    emn_sparse_finalize(C);
+}
+
 static void test_refactor_path(void)
 {
     int n = 200;
@@ -192,12 +203,7 @@ static void test_refactor_path(void)
      * with them would grow errors by 1e9, so the wrapper must notice and
      * pivot again. */
     emn_sparse C;
-    emn_sparse_init(&C, n);
-    for (int j = 0; j < n; j++) {
-        emn_sparse_reserve(&C, j, j);
-        emn_sparse_reserve(&C, (j + 1) % n, j);
-    }
-    emn_sparse_finalize(&C);
+    cyclic(&C, n);
     for (int j = 0; j < n; j++)
         for (int p = C.Ap[j]; p < C.Ap[j + 1]; p++) C.Ax[p] = C.Ai[p] == j ? 4.0 : 1.0;
     ok(emn_lu_factor(lu, &C, NULL) == 0 && st->analyses == 2 && st->factors == 2,
@@ -231,12 +237,7 @@ static void test_borrow(void)
 {
     int n = 200;
     emn_sparse C;
-    emn_sparse_init(&C, n);
-    for (int j = 0; j < n; j++) {
-        emn_sparse_reserve(&C, j, j);
-        emn_sparse_reserve(&C, (j + 1) % n, j);
-    }
-    emn_sparse_finalize(&C);
+    cyclic(&C, n);
     double *b = emn_xmalloc((size_t)n * sizeof *b), *x = emn_xmalloc((size_t)n * sizeof *x);
     emn_lu *lu = emn_lu_new();
     emn_lu_borrow(lu);
