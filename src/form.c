@@ -1627,6 +1627,29 @@ static void plan_moves(emn_form *f)
     }
 }
 
+/* The rows the time couplings reach, each once, for time_parts; pt and
+ * ft start as p0 and f0, which nothing changes after the build, so
+ * a row no coupling reaches keeps its value. */
+static void time_rows(emn_form *f)
+{
+    bool *seen = emn_xcalloc((size_t)f->n + 1, sizeof(bool));
+    for (int pass = 0; pass < 2; pass++) {
+        const int *row = pass ? f->fts.row : f->pts.row;
+        int nr = pass ? f->fts.n : f->pts.n, *out = emn_xmalloc(((size_t)nr + 1) * sizeof(int)), m = 0;
+        for (int k = 0; k < nr; k++)
+            if (!seen[row[k]]) {
+                seen[row[k]] = true;
+                out[m++] = row[k];
+            }
+        for (int k = 0; k < m; k++) seen[out[k]] = false;
+        if (pass) f->ft_rows = out, f->nft_rows = m;
+        else f->pt_rows = out, f->npt_rows = m;
+    }
+    free(seen);
+    memcpy(f->pt, f->p0, (size_t)f->n * sizeof(double));
+    memcpy(f->ft, f->f0, (size_t)f->n * sizeof(double));
+}
+
 emn_form *emn_form_build(const emn_circuit *c, emn_form_kind kind, emn_diag *d)
 {
     emn_form *f = emn_xcalloc(1, sizeof *f);
@@ -1796,6 +1819,7 @@ emn_form *emn_form_build(const emn_circuit *c, emn_form_kind kind, emn_diag *d)
         }
     plan_moves(f);
     time_couplings(f, &tcs);
+    time_rows(f);
 
     stamp_matrices(f, &tcs);
     free(tcs.v);
@@ -1840,6 +1864,7 @@ void emn_form_free(emn_form **pf)
     free(f->terms.v);
     emn_sparse_free(&f->J);
     free(f->pt); free(f->ft); free(f->p0); free(f->f0);
+    free(f->pt_rows); free(f->ft_rows);
     free(f->live_src);
     free(f->pts.row); free(f->pts.col); free(f->pts.val);
     free(f->fts.row); free(f->fts.col); free(f->fts.val);
@@ -1869,8 +1894,8 @@ void emn_form_free(emn_form **pf)
  * integrals now in f->s and f->S. */
 static void time_parts(emn_form *f)
 {
-    memcpy(f->pt, f->p0, (size_t)f->n * sizeof(double));
-    memcpy(f->ft, f->f0, (size_t)f->n * sizeof(double));
+    for (int i = 0; i < f->npt_rows; i++) f->pt[f->pt_rows[i]] = f->p0[f->pt_rows[i]];
+    for (int i = 0; i < f->nft_rows; i++) f->ft[f->ft_rows[i]] = f->f0[f->ft_rows[i]];
     for (int k = 0; k < f->pts.n; k++) {
         int col = f->pts.col[k];
         f->pt[f->pts.row[k]] += f->pts.val[k] * (col < f->nsrc ? f->S[col] : f->s[col - f->nsrc]);

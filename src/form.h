@@ -147,6 +147,9 @@ typedef struct emn_form {
     /* evaluator */
     emn_sparse J;
     double *pt, *ft;                /* constant + time parts of p and F */
+    /* the rows of pt and ft that the time couplings reach; the others
+     * hold p0's and f0's values from the build on */
+    int *pt_rows, *ft_rows, npt_rows, nft_rows;
     /* time coupling of linear terms: p += Pts * [S; s], F += Fts * [S; s] */
     struct { int *row, *col; double *val; int n, cap; } pts, fts;
     double *p0, *f0;                /* constant parts */
