@@ -1259,7 +1259,7 @@ static int *pieces(const emn_sparse *A, int limit)
  * factored piece by piece, each a dense block, with partial pivoting at
  * every factorization: an array of separate cells once its driving
  * sources are taken out (a MEMS array's 2 x 2 cells, loudspeakers on one
- * amplifier), or a small circuit.  On such blocks KLU's bookkeeping per
+ * ideal amplifier), or a small circuit.  On such blocks KLU's bookkeeping per
  * column is most of the work: mems-1e3's factorizations with their
  * growth and condition tests took 346M instructions through KLU and
  * 128M as dense blocks, its solves 130M and 51M, and the whole run
