@@ -809,21 +809,15 @@ static bool state_finite(emn_integ *it, double t)
 }
 
 /* A linear circuit's steps come from the ladder hmax / 2^k, so that the
- * few step sizes it uses keep their factorizations in the cache. */
-static double ladder(const emn_integ *it, double h)
+ * few step sizes it uses keep their factorizations in the cache: the
+ * largest ladder step not above h, or with `nearest` the one nearest h
+ * by ratio. */
+static double ladder(const emn_integ *it, double h, bool nearest)
 {
     double hm = it->o.hmax;
     if (h >= hm) return hm;
-    int k = (int)ceil(log2(hm / h) - 1e-9);
-    return k > 60 ? h : ldexp(hm, -k);
-}
-
-/* The ladder step nearest h, by ratio. */
-static double ladder_nearest(const emn_integ *it, double h)
-{
-    double hm = it->o.hmax;
-    if (h >= hm) return hm;
-    int k = (int)lround(log2(hm / h));
+    double r = log2(hm / h);
+    int k = (int)(nearest ? round(r) : ceil(r - 1e-9));
     return k > 60 ? h : ldexp(hm, -k);
 }
 
@@ -900,9 +894,9 @@ int emn_integ_step(emn_integ *it, double tlimit)
         /* a linear circuit's: the ladder step nearest it (an eighth of
          * the step before a corner, not the sixteenth that rounding down
          * would give) */
-        h = fmin(h, linear ? ladder_nearest(it, cap) : cap);
+        h = fmin(h, linear ? ladder(it, cap, true) : cap);
     }
-    if (linear) h = ladder(it, h);
+    if (linear) h = ladder(it, h, false);
     double *hzbuf = it->hz, *hpbuf = it->hp;
     int worst = -1;
     for (;;) {
@@ -921,7 +915,7 @@ int emn_integ_step(emn_integ *it, double tlimit)
         }
         if (linear) {
             double l = ladder_floor(it, h);
-            if (fabs(l - h) <= 1e-9 * h) hladder = ladder(it, l);
+            if (fabs(l - h) <= 1e-9 * h) hladder = ladder(it, l, false);
         }
         if (t + h >= target * (1 - 1e-13) || t + h >= target - 1e-13 * fabs(h)) {
             h = target - t;
@@ -981,7 +975,7 @@ int emn_integ_step(emn_integ *it, double tlimit)
             it->st.rejected++;
             it->st.lte_rejects++;
             h *= fmax(0.1, 0.9 * pow(err, -1.0 / (s.order + 1)));
-            if (linear) h = ladder(it, h);
+            if (linear) h = ladder(it, h, false);
             continue;
         }
         accept(it, t + h, hf, &s);

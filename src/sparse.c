@@ -1360,14 +1360,14 @@ static void tiny_factor_half(void *arg, int h)
     for (int b = b0; b < b1; b++) {
         int c0 = ptr[b], m = ptr[b + 1] - c0, *pv = piv + c0;
         double *a = tx + off[b];
+        /* a 1 x 1 block's pivot is its entry, and a 2 x 2 block's second
+         * its only one left: pv holds them from the start */
         if (m == 1) {
             double u = fabs(a[0]);
             if (a[0] == 0) {
                 bad = col[c0];
                 break;
             }
-            changed += pv[0] != 0;
-            pv[0] = 0;
             umin = u < umin ? u : umin;
             umax = u > umax ? u : umax;
             continue;
@@ -1385,10 +1385,9 @@ static void tiny_factor_half(void *arg, int h)
                 bad = col[c0 + 1];
                 break;
             }
-            changed += (pv[0] != r) + (pv[1] != 1);
+            changed += pv[0] != r;
             offdiag += r;
             pv[0] = r;
-            pv[1] = 1;
             a[0] = d, a[1] = l, a[2] = f, a[3] = u;
             double ud = fabs(d), uu = fabs(u), lo = ud < uu ? ud : uu, hi = ud < uu ? uu : ud;
             umin = lo < umin ? lo : umin;
@@ -1560,7 +1559,6 @@ static void drop_tiny(emn_lu *lu)
  * 1.81 and 1.84e-4 s per step in two groups against 1.57 to 1.64e-4
  * whole; of 10^4 cells (40000), 1.13 to 1.23e-3 against 1.28 to 1.39e-3. */
 #define EMN_LU_PARTS_MIN 20000
-
 
 /* A's connected pieces (the coordinates its entries join) shared out
  * into two groups of nearly equal entries, the largest piece first, each
