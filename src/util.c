@@ -17,9 +17,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #endif
-#if HAVE_MALLOPT && HAVE_MALLINFO2 && HAVE_MADVISE
+#if HAVE_MALLOPT
 #include <malloc.h>
-#define EMN_HUGE_PAGES 1
 #endif
 
 static void out_of_memory(size_t size)
@@ -29,72 +28,34 @@ static void out_of_memory(size_t size)
 }
 
 /*
- * A large circuit spends much of its setup in page faults: each 4 KiB page
- * of a freshly grown array traps into the kernel once, and a virtual
- * machine makes the trap dear.  Once the process has HUGE_FROM bytes in
- * use, memory is marked for transparent huge pages before it is touched,
- * so that one fault maps 2 MiB: the heap beyond its top (grown HEAP_STEP at
- * a time) and every large array.  Smaller processes keep small pages: a
- * huge page partly used by freed pieces would cost them a larger share.
- * Only the main thread allocates (the helper's halves, par.h, do not), so
- * the state below needs no lock.
+ * malloc grows the heap 32 MiB at a time and keeps its mmap threshold
+ * there, rather than raising it as large blocks are freed: a large
+ * circuit's setup allocates and frees arrays of tens of MiB, and a
+ * threshold that moves would put some of them on the heap and some not.
+ *
+ * Pages stay small.  Transparent huge pages (one fault maps 2 MiB) buy
+ * nothing once arrays are mapped in bulk (below): with them rc-1e6 and
+ * mesh-1e6 took the same processor time, and ibmpg1's operating point
+ * varied from 0.24 to 0.37 s where it otherwise takes 0.24-0.25 s.
  */
-#if EMN_HUGE_PAGES
-#define HUGE_PAGE ((uintptr_t)2 << 20)
-#define HUGE_FROM ((size_t)64 << 20)
+#if HAVE_MALLOPT
 #define HEAP_STEP ((size_t)32 << 20)
-
-static struct {
-    uintptr_t heap_top;     /* the heap's top when last seen */
-    bool huge;              /* marking memory for huge pages */
-} mem;
-
-static void huge_range(uintptr_t a, uintptr_t b)
-{
-    a = (a + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
-    b &= ~(HUGE_PAGE - 1);
-    if (b > a) madvise((void *)a, b - a, MADV_HUGEPAGE);
-}
-
-static void *seen(void *p, size_t size)
-{
-    uintptr_t top = (uintptr_t)sbrk(0);
-    if (top == (uintptr_t)-1 || !mem.heap_top) return p;
-    if (!mem.huge && (top != mem.heap_top || size >= HUGE_PAGE)) {
-        struct mallinfo2 mi = mallinfo2();
-        mem.huge = mi.uordblks + mi.hblkhd >= HUGE_FROM;
-        mem.heap_top = top;
-    }
-    if (!mem.huge) return p;
-    if (top > mem.heap_top) huge_range(mem.heap_top, top);
-    mem.heap_top = top;
-    if (size >= HUGE_PAGE) huge_range((uintptr_t)p, (uintptr_t)p + size);
-    return p;
-}
 
 static void heap_setup(void)
 {
     mallopt(M_TOP_PAD, HEAP_STEP);
     mallopt(M_TRIM_THRESHOLD, 2 * HEAP_STEP);
     mallopt(M_MMAP_THRESHOLD, HEAP_STEP);
-    uintptr_t top = (uintptr_t)sbrk(0);
-    if (top != (uintptr_t)-1) mem.heap_top = top;
 }
 #else
-static void *seen(void *p, size_t size)
-{
-    (void)size;
-    return p;
-}
-
 static void heap_setup(void) {}
 #endif
 
 /*
- * Even with small pages the traps can be had in bulk: an array that is
- * about to be written whole is mapped by one call when it is allocated
- * (MADV_POPULATE_WRITE, Linux 5.14), which here costs a fifth of faulting
- * its pages in one by one.  Only what will be written is mapped that way:
+ * A large circuit's setup spends much of its time in page faults, and
+ * they can be had in bulk: an array that is about to be written whole is
+ * mapped by one call when it is allocated (MADV_POPULATE_WRITE, Linux
+ * 5.14), which here costs a fifth of faulting its pages in one by one.  Only what will be written is mapped that way:
  * room reserved on an upper bound (emn_xreserve) and the room a growing
  * array takes ahead of its items (emn_xrealloc) are left to the faults, or
  * mapped a quarter MiB at a time as the items reach it (EMN_MAP_AHEAD), so
@@ -155,7 +116,7 @@ void *emn_xreserve(size_t size)
 {
     void *p = malloc(size ? size : 1);
     if (!p) out_of_memory(size);
-    return seen(p, size);
+    return p;
 }
 
 void *emn_xmalloc(size_t size)
@@ -172,7 +133,7 @@ void *emn_xcalloc(size_t n, size_t size)
     if (total < POPULATE_FROM) {
         void *p = calloc(n ? n : 1, size ? size : 1);
         if (!p) out_of_memory(total);
-        return seen(p, total);
+        return p;
     }
     /* calloc would clear a block that is not fresh from the kernel page by
      * page, before it could be mapped in one call */
@@ -185,7 +146,7 @@ void *emn_xrealloc(void *p, size_t size)
 {
     void *q = realloc(p, size ? size : 1);
     if (!q) out_of_memory(size);
-    return seen(q, size);
+    return q;
 }
 
 char *emn_xstrdup(const char *s)

@@ -10,8 +10,8 @@
 #include <stddef.h>
 #include <stdbool.h>
 
-/* once, first thing in main: how malloc grows and maps (util.c: huge
- * pages, mapping in bulk) */
+/* once, first thing in main: how malloc grows and maps (util.c: heap
+ * steps, mapping in bulk) */
 void emn_alloc_setup(void);
 /* A large block from these is mapped at once, on the assumption that it
  * will be written whole. */
