@@ -39,6 +39,15 @@ typedef struct opsys {
     double *row2;           /* largest |dF_j/dz| in row j */
     double *eps1;           /* that row's weight */
     emn_lu *lu;
+    /* The reduced system of a linear circuit whose dF/dz is diagonal
+     * (see reduce()): its w block on the coordinates no stiffness holds,
+     * negated, with its own LU; red[j] is j's place in it, or -1 */
+    bool reduced, reduce_tried;
+    emn_sparse M;
+    emn_lu *mlu;
+    int *red, *red_coord, *mslot;   /* mslot: per M slot, K's */
+    int *a1, *a2;           /* per j: K slot of (R1, z0_j) and (R2, w_j), or -1 */
+    double *dz, *dwv, *rr;
 } opsys;
 
 static void opsys_init(opsys *o, emn_form *f)
@@ -137,6 +146,10 @@ static void opsys_free(opsys *o)
     free(o->p); free(o->F); free(o->dp); free(o->dF); free(o->scale); free(o->R); free(o->X);
     free(o->dFscale); free(o->free1); free(o->eps1); free(o->row2);
     emn_lu_free(&o->lu);
+    emn_sparse_free(&o->M);
+    emn_lu_free(&o->mlu);
+    free(o->red); free(o->red_coord); free(o->mslot); free(o->a1); free(o->a2);
+    free(o->dz); free(o->dwv); free(o->rr);
 }
 
 /* Residuals R1 (rows 0..n-1) and R2 (rows n..2n-1) at (z, w); returns 0,
@@ -247,6 +260,129 @@ static void proximal(opsys *o, const rows *m)
     }
 }
 
+/*
+ * A linear circuit whose stiffness dF/dz touches each coordinate alone (an
+ * inductor from a node to a fixed one, a spring to the frame) needs no
+ * factorization of K.  With S the coordinates that have one, K's rows
+ * read
+ *     R2_j:  e_j dz0_j + A2_j dw_j = b2_j        (e_j: the proximal term)
+ *     R1_i:  A1_i dz0_i + sum_k M_ik dw_k = b1_i
+ * so dw_j = b2_j / A2_j on S, dz0_j = b2_j / e_j off it, M's rows and
+ * columns off S (N) then give dw_N, and R1's rows on S give dz0_S.  The
+ * first leaves out e_j dz0_j / A2_j, a 1e-10 of dz0_j (e_j weighs 1e-10
+ * of its row): the Newton matrix may differ from the Jacobian by that
+ * much, the residual does not.  -M_NN is the circuit's conductance (or
+ * resistance) matrix with the stiff coordinates held, symmetric and
+ * positive definite on a grid, where emn_lu factors it as L D L' and KLU
+ * would take K whole, 2n coordinates (a 10^6-node RLC mesh's operating
+ * point: 37 s that way, 20 s this way).
+ * Sets up the reduced system and returns true where this holds.
+ */
+static bool reduce(opsys *o)
+{
+    int n = o->n;
+    const emn_sparse *K = &o->K;
+    o->a1 = emn_xmalloc((size_t)n * sizeof(int) + 1);
+    o->a2 = emn_xmalloc((size_t)n * sizeof(int) + 1);
+    for (int j = 0; j < n; j++) o->a1[j] = o->a2[j] = -1;
+    for (int col = 0; col < n; col++) {
+        /* z0's column: R2's proximal diagonal, then R1's entries */
+        for (int q = K->Ap[col]; q < K->Ap[col + 1]; q++) {
+            int r = K->Ai[q];
+            if (r < n || K->Ax[q] == 0) continue;
+            if (r - n != col) return false;
+            o->a1[col] = q;
+        }
+        /* w's column: R2's entries, then R1's (M) */
+        for (int q = K->Ap[n + col]; q < K->Ap[n + col + 1]; q++) {
+            int r = K->Ai[q];
+            if (r >= n || K->Ax[q] == 0) continue;
+            if (r != col) return false;
+            o->a2[col] = q;
+        }
+    }
+    /* with no stiffness at all K is block triangular already, and KLU's
+     * block form factors M alone (ibmpg1's loop resistances: faster than
+     * L D L' with its ordering) */
+    int ns = 0;
+    for (int j = 0; j < n; j++) ns += o->a2[j] >= 0;
+    if (ns == 0) return false;
+    int nn = 0;
+    o->red = emn_xmalloc((size_t)n * sizeof(int) + 1);
+    o->red_coord = emn_xmalloc((size_t)n * sizeof(int) + 1);
+    for (int j = 0; j < n; j++) {
+        if (o->a2[j] >= 0 && o->a1[j] < 0) return false;   /* R1 cannot give dz0_j */
+        o->red[j] = o->a2[j] < 0 ? nn : -1;
+        if (o->a2[j] < 0) o->red_coord[nn++] = j;
+    }
+    int *Mp = emn_xmalloc(((size_t)nn + 1) * sizeof(int));
+    int cnt = 0;
+    for (int c = 0; c < nn; c++) {
+        int col = n + o->red_coord[c];
+        for (int q = K->Ap[col]; q < K->Ap[col + 1]; q++)
+            if (K->Ai[q] >= n && o->red[K->Ai[q] - n] >= 0) cnt++;
+    }
+    int *Mi = emn_xmalloc((size_t)cnt * sizeof(int) + 1);
+    o->mslot = emn_xmalloc((size_t)cnt * sizeof(int) + 1);
+    cnt = 0;
+    for (int c = 0; c < nn; c++) {
+        int col = n + o->red_coord[c];
+        Mp[c] = cnt;
+        for (int q = K->Ap[col]; q < K->Ap[col + 1]; q++)
+            if (K->Ai[q] >= n && o->red[K->Ai[q] - n] >= 0) {
+                Mi[cnt] = o->red[K->Ai[q] - n];
+                o->mslot[cnt++] = q;
+            }
+    }
+    Mp[nn] = cnt;
+    emn_sparse_init(&o->M, nn);
+    emn_sparse_adopt(&o->M, Mp, Mi);
+    o->mlu = emn_lu_new();
+    emn_lu_borrow(o->mlu);      /* M keeps its pattern while o lives */
+    o->dz = emn_xmalloc((size_t)n * sizeof(double) + 1);
+    o->dwv = emn_xmalloc((size_t)n * sizeof(double) + 1);
+    o->rr = emn_xmalloc((size_t)nn * sizeof(double) + 1);
+    return true;
+}
+
+/* x = K^-1 b by the reduced system (reduce()), b and x as in solve(). */
+static void solve_reduced(opsys *o, double *b)
+{
+    int n = o->n;
+    const emn_sparse *K = &o->K;
+    const double *b1 = b, *b2 = b + n;
+    double *dz = o->dz, *dw = o->dwv, *r = o->rr;
+    for (int j = 0; j < n; j++) {
+        bool stiff = o->a2[j] >= 0;
+        dw[j] = stiff ? b2[j] / K->Ax[o->a2[j]] : 0;
+        dz[j] = stiff ? 0 : b2[j] / K->Ax[o->kdiag2[j]];
+    }
+    /* -M_NN dw_N = -(b1_N - A1_N dz0_N - M_NS dw_S) */
+    for (int j = 0; j < n; j++)
+        if (o->red[j] >= 0) r[o->red[j]] = (o->a1[j] >= 0 ? K->Ax[o->a1[j]] * dz[j] : 0) - b1[j];
+    for (int k = 0; k < n; k++) {
+        if (o->a2[k] < 0) continue;
+        for (int q = K->Ap[n + k]; q < K->Ap[n + k + 1]; q++) {
+            int i = K->Ai[q] - n;
+            if (i >= 0 && o->red[i] >= 0) r[o->red[i]] += K->Ax[q] * dw[k];
+        }
+    }
+    emn_lu_solve(o->mlu, r);
+    for (int j = 0; j < n; j++)
+        if (o->red[j] >= 0) dw[j] = r[o->red[j]];
+    /* A1_i dz0_i = b1_i - sum_k M_ik dw_k on S */
+    for (int k = 0; k < n; k++)
+        for (int q = K->Ap[n + k]; q < K->Ap[n + k + 1]; q++) {
+            int i = K->Ai[q] - n;
+            if (i >= 0 && o->a2[i] >= 0) dz[i] += K->Ax[q] * dw[k];
+        }
+    for (int j = 0; j < n; j++) {
+        if (o->a2[j] >= 0) dz[j] = (b1[j] - dz[j]) / K->Ax[o->a1[j]];
+        b[j] = dz[j];
+        b[n + j] = dw[j];
+    }
+}
+
 /* Fill and factor the Newton matrix at (z, w). */
 static int matrix(opsys *o, const double *z, const double *w, int *bad_col)
 {
@@ -268,6 +404,16 @@ static int matrix(opsys *o, const double *z, const double *w, int *bad_col)
         if (m.row1[j] == 0 && m.pz[j] == 0 && m.pw[j] == 0) o->K.Ax[o->kdiag1[j]] += 1;
     }
     free(buf);
+    if (!o->Pz && !o->reduce_tried) {
+        o->reduce_tried = true;
+        o->reduced = reduce(o);
+    }
+    if (o->reduced) {
+        for (int q = 0; q < o->M.nnz; q++) o->M.Ax[q] = -o->K.Ax[o->mslot[q]];
+        int mcol = -1;
+        if (emn_lu_factor(o->mlu, &o->M, &mcol) == 0) return 0;
+        o->reduced = false;     /* singular: K itself decides, and names the column */
+    }
     int col = -1;
     if (emn_lu_factor(o->lu, &o->K, &col) < 0) {
         *bad_col = col;
@@ -280,6 +426,10 @@ static int matrix(opsys *o, const double *z, const double *w, int *bad_col)
  * K keeps them the other way round. */
 static void solve(opsys *o, double *b)
 {
+    if (o->reduced) {
+        solve_reduced(o, b);
+        return;
+    }
     for (int j = 0; j < o->n; j++) {
         double t = b[j];
         b[j] = b[o->n + j];

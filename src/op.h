@@ -9,10 +9,12 @@
  * change of the momenta (a moving coil's back-emf is such a rate):
  *     R1 = F(z0, w) - dp/dt = 0,      R2 = dF/dt = 0,
  * both rates taken along the motion (form.h: emn_form_rates).  Newton's
- * method on (z0, w) with KLU solves them; directions the equations leave
- * free (the absolute flux of a node, the charge of a floating node) keep
- * their initial values through a proximal term in the Newton matrix only,
- * so the converged point satisfies R1 = R2 = 0 exactly.  If plain Newton
+ * method on (z0, w) with KLU solves them (a linear circuit whose
+ * stiffness holds each coordinate alone: a smaller system, op.c);
+ * directions the equations leave free (the absolute flux of a node, the
+ * charge of a floating node) keep their initial values through a proximal
+ * term in the Newton matrix only, so the converged point satisfies
+ * R1 = R2 = 0 exactly.  If plain Newton
  * fails, the sources are stepped up from zero.
  */
 #ifndef EMN_OP_H

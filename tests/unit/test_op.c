@@ -1,0 +1,208 @@
+/*
+ * test_op.c: the operating point of linear circuits against node equations
+ * solved here, and the number of Newton steps it takes.
+ *
+ * A linear circuit's Newton matrix differs from its Jacobian only by the
+ * proximal terms (op.h), a 1e-10 of their rows, so Newton meets the
+ * operating point's residual test (1e-12) in two steps at most: one, and
+ * one more for what the proximal terms left.  A solve that uses a wrong
+ * matrix (op.c: the reduced system of a circuit whose inductors end at
+ * fixed nodes, or whose springs end at the frame) needs more; leaving out
+ * one block of that system gave three steps on the grid here.  The references are nodal analyses
+ * written in this file: conductances stamped from the element values,
+ * inductors shorted, capacitors open, solved by Gaussian elimination.
+ */
+#include "config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "form.h"
+#include "netlist.h"
+#include "op.h"
+#include "tap.h"
+#include "util.h"
+
+static emn_diag d;
+
+static emn_circuit *rd(const char *text)
+{
+    emn_diag_free(&d);
+    memset(&d, 0, sizeof d);
+    return emn_netlist_read_text("t.cir", text, (long)strlen(text), &d);
+}
+
+/* Dense A x = b by Gaussian elimination with partial pivoting; x in b. */
+static void gauss(int n, double *A, double *b)
+{
+    for (int k = 0; k < n; k++) {
+        int p = k;
+        for (int i = k + 1; i < n; i++)
+            if (fabs(A[i * n + k]) > fabs(A[p * n + k])) p = i;
+        for (int j = 0; j < n; j++) {
+            double t = A[k * n + j];
+            A[k * n + j] = A[p * n + j];
+            A[p * n + j] = t;
+        }
+        double t = b[k];
+        b[k] = b[p];
+        b[p] = t;
+        for (int i = k + 1; i < n; i++) {
+            double m = A[i * n + k] / A[k * n + k];
+            for (int j = k; j < n; j++) A[i * n + j] -= m * A[k * n + j];
+            b[i] -= m * b[k];
+        }
+    }
+    for (int k = n - 1; k >= 0; k--) {
+        for (int j = k + 1; j < n; j++) b[k] -= A[k * n + j] * b[j];
+        b[k] /= A[k * n + k];
+    }
+}
+
+/* The grid: G x G nodes n<r>_<c>, resistors R(r, c) to the right and
+ * below, a capacitor to ground at each, a load current at every third,
+ * and pads (every node with r, c both = 1 mod 3) joined to vdd (1.8 V) by
+ * 1 nH.  The resistances vary so that no symmetry hides a wrong entry. */
+#define G 7
+static double rh(int r, int c) { return 0.05 + 0.01 * ((r * 7 + c * 3) % 5); }
+static double rv(int r, int c) { return 0.04 + 0.01 * ((r * 3 + c * 5) % 4); }
+static double load(int r, int c) { return (r * G + c) % 3 == 0 ? 1e-3 * (1 + (r + c) % 4) : 0; }
+static int pad(int r, int c) { return r % 3 == 1 && c % 3 == 1; }
+
+static char *grid_deck(void)
+{
+    emn_buf b = {0};
+    emn_buf_puts(&b, "pad grid\nV1 vdd 0 1.8\n");
+    for (int r = 0; r < G; r++)
+        for (int c = 0; c < G; c++) {
+            if (c + 1 < G) emn_buf_printf(&b, "Rh%d_%d n%d_%d n%d_%d %.17g\n", r, c, r, c, r, c + 1, rh(r, c));
+            if (r + 1 < G) emn_buf_printf(&b, "Rv%d_%d n%d_%d n%d_%d %.17g\n", r, c, r, c, r + 1, c, rv(r, c));
+            emn_buf_printf(&b, "C%d_%d n%d_%d 0 20f\n", r, c, r, c);
+            if (load(r, c) > 0) emn_buf_printf(&b, "I%d_%d n%d_%d 0 %.17g\n", r, c, r, c, load(r, c));
+            if (pad(r, c)) emn_buf_printf(&b, "L%d_%d n%d_%d vdd 1n\n", r, c, r, c);
+        }
+    emn_buf_puts(&b, ".op\n.end\n");
+    return b.v;
+}
+
+/* Node voltages of the grid at DC: pads at 1.8 V, the rest from
+ * G v = -I (loads draw current out of their node). */
+static void grid_reference(double *v)
+{
+    int n = G * G;
+    double *A = calloc((size_t)n * n, sizeof(double)), *b = calloc((size_t)n, sizeof(double));
+    for (int r = 0; r < G; r++)
+        for (int c = 0; c < G; c++) {
+            int i = r * G + c;
+            if (pad(r, c)) {
+                A[i * n + i] = 1;
+                b[i] = 1.8;
+                continue;
+            }
+            b[i] = -load(r, c);
+            int nb[4][2] = {{r, c + 1}, {r, c - 1}, {r + 1, c}, {r - 1, c}};
+            for (int k = 0; k < 4; k++) {
+                int r2 = nb[k][0], c2 = nb[k][1];
+                if (r2 < 0 || c2 < 0 || r2 >= G || c2 >= G) continue;
+                double R = k == 0 ? rh(r, c) : k == 1 ? rh(r, c2) : k == 2 ? rv(r, c) : rv(r2, c);
+                A[i * n + i] += 1 / R;
+                A[i * n + r2 * G + c2] -= 1 / R;
+            }
+        }
+    gauss(n, A, b);
+    memcpy(v, b, (size_t)n * sizeof(double));
+    free(A);
+    free(b);
+}
+
+/* The operating point of the grid in one formulation: node voltages (the
+ * flux formulation's velocities; the charge formulation's reconstructed by
+ * the signals, which this test does not reach, so flux only) and the
+ * Newton steps taken. */
+static void grid_case(void)
+{
+    char *deck = grid_deck();
+    emn_circuit *c = rd(deck);
+    free(deck);
+    if (!ok(c != NULL && d.nerrors == 0, "grid deck reads")) return;
+    emn_form *f = emn_form_build(c, EMN_FORM_FLUX, &d);
+    if (!ok(f != NULL, "grid flux formulation builds")) {
+        emn_netlist_free(&c);
+        return;
+    }
+    int n = f->n;
+    double *z = calloc((size_t)n + 1, sizeof(double)), *w = calloc((size_t)n + 1, sizeof(double));
+    char msg[256] = "";
+    int bad = -1;
+    emn_op_stats st;
+    emn_form_set_time(f, 0);
+    int rc = emn_op_solve(f, 1e-3, NULL, z, w, &bad, msg, sizeof msg, &st);
+    ok(rc == 0, "grid operating point found (%s)", msg);
+    ok(st.iterations <= 2 && st.factorizations == 1 && st.source_steps == 0,
+       "grid operating point in at most two Newton steps (%ld steps, %ld factorizations)", st.iterations,
+       st.factorizations);
+    double vref[G * G], worst = 0;
+    grid_reference(vref);
+    int found = 0;
+    for (int r = 0; r < G; r++)
+        for (int cc = 0; cc < G; cc++) {
+            char name[32];
+            snprintf(name, sizeof name, "n%d_%d", r, cc);
+            int node = -1;
+            for (int k = 0; k < c->nodes.n; k++)
+                if (!strcmp(c->nodes.v[k].name, name)) node = k;
+            int j = node >= 0 ? f->node_coord[node] : -1;
+            if (j < 0) continue;
+            found++;
+            worst = fmax(worst, fabs(w[j] - vref[r * G + cc]));
+        }
+    ok(found == G * G, "every grid node is a coordinate (%d)", found);
+    ok(worst < 1e-12, "grid node voltages match the nodal analysis (worst %.3g V)", worst);
+    free(z);
+    free(w);
+    emn_form_free(&f);
+    emn_netlist_free(&c);
+}
+
+/* A mass on a spring to the frame, with a damper and a DC force: the
+ * spring is the stiffness each coordinate has alone.  x = x0 + F/k. */
+static void spring_case(emn_form_kind kind, const char *kname)
+{
+    emn_circuit *c = rd("spring\nM1 m 0.2\nS1 m 0 40 X0=0.01\nD1 m 0 0.3\nF1 m 0 DC -1.962\n"
+                        "R1 a 0 1k\nV1 a 0 2\nL1 a b 1m\nR2 b 0 3\n.op\n.end\n");
+    if (!ok(c != NULL && d.nerrors == 0, "spring deck reads (%s)", kname)) return;
+    emn_form *f = emn_form_build(c, kind, &d);
+    if (!ok(f != NULL, "spring %s formulation builds", kname)) {
+        emn_netlist_free(&c);
+        return;
+    }
+    int n = f->n;
+    double *z = calloc((size_t)n + 1, sizeof(double)), *w = calloc((size_t)n + 1, sizeof(double));
+    char msg[256] = "";
+    int bad = -1;
+    emn_op_stats st;
+    emn_form_set_time(f, 0);
+    int rc = emn_op_solve(f, 1e-3, NULL, z, w, &bad, msg, sizeof msg, &st);
+    ok(rc == 0 && st.iterations <= 2, "spring %s: at most two Newton steps (%ld)", kname, st.iterations);
+    int node = -1;
+    for (int k = 0; k < c->nodes.n; k++)
+        if (!strcmp(c->nodes.v[k].name, "m")) node = k;
+    int j = node >= 0 ? f->node_coord[node] : -1;
+    ok(j >= 0 && fabs(z[j] - (0.01 - 1.962 / 40)) < 1e-12 && fabs(w[j]) < 1e-12,
+       "spring %s: x = x0 + F/k, at rest (x %.12g)", kname, j >= 0 ? z[j] : NAN);
+    free(z);
+    free(w);
+    emn_form_free(&f);
+    emn_netlist_free(&c);
+}
+
+int main(void)
+{
+    grid_case();
+    spring_case(EMN_FORM_CHARGE, "charge");
+    spring_case(EMN_FORM_FLUX, "flux");
+    emn_diag_free(&d);
+    return tap_done();
+}
