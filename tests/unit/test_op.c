@@ -117,32 +117,59 @@ static void grid_reference(double *v)
     free(b);
 }
 
-/* The operating point of the grid in one formulation: node voltages (the
- * flux formulation's velocities; the charge formulation's reconstructed by
- * the signals, which this test does not reach, so flux only) and the
- * Newton steps taken. */
-static void grid_case(void)
+/* The coordinate of node `name`, or -1. */
+static int coord_of(const emn_circuit *c, const emn_form *f, const char *name)
 {
-    char *deck = grid_deck();
-    emn_circuit *c = rd(deck);
-    free(deck);
-    if (!ok(c != NULL && d.nerrors == 0, "grid deck reads")) return;
-    emn_form *f = emn_form_build(c, EMN_FORM_FLUX, &d);
-    if (!ok(f != NULL, "grid flux formulation builds")) {
-        emn_netlist_free(&c);
-        return;
+    for (int k = 0; k < c->nodes.n; k++)
+        if (!strcmp(c->nodes.v[k].name, name)) return f->node_coord[k];
+    return -1;
+}
+
+/* A deck's operating point in one formulation, from z = w = 0, checked
+ * to be found in at most two Newton steps and one factorization (see the
+ * top).  Returns the formulation (its circuit in *c, the state in *z and
+ * *w), or NULL if it could not be built. */
+static emn_form *op_of(const char *deck, emn_form_kind kind, const char *what, emn_circuit **c, double **z,
+                       double **w)
+{
+    *c = rd(deck);
+    if (!ok(*c != NULL && d.nerrors == 0, "%s: deck reads", what)) return NULL;
+    emn_form *f = emn_form_build(*c, kind, &d);
+    if (!ok(f != NULL, "%s: formulation builds", what)) {
+        emn_netlist_free(c);
+        return NULL;
     }
-    int n = f->n;
-    double *z = calloc((size_t)n + 1, sizeof(double)), *w = calloc((size_t)n + 1, sizeof(double));
+    *z = calloc((size_t)f->n + 1, sizeof(double));
+    *w = calloc((size_t)f->n + 1, sizeof(double));
     char msg[256] = "";
     int bad = -1;
     emn_op_stats st;
     emn_form_set_time(f, 0);
-    int rc = emn_op_solve(f, 1e-3, NULL, z, w, &bad, msg, sizeof msg, &st);
-    ok(rc == 0, "grid operating point found (%s)", msg);
+    int rc = emn_op_solve(f, 1e-3, NULL, *z, *w, &bad, msg, sizeof msg, &st);
+    ok(rc == 0, "%s: operating point found (%s)", what, msg);
     ok(st.iterations <= 2 && st.factorizations == 1 && st.source_steps == 0,
-       "grid operating point in at most two Newton steps (%ld steps, %ld factorizations)", st.iterations,
-       st.factorizations);
+       "%s: at most two Newton steps (%ld steps, %ld factorizations)", what, st.iterations, st.factorizations);
+    return f;
+}
+
+static void done(emn_form *f, emn_circuit *c, double *z, double *w)
+{
+    free(z);
+    free(w);
+    emn_form_free(&f);
+    emn_netlist_free(&c);
+}
+
+/* The grid's node voltages (the flux formulation's velocities) against
+ * the nodal analysis. */
+static void grid_case(void)
+{
+    char *deck = grid_deck();
+    emn_circuit *c;
+    double *z, *w;
+    emn_form *f = op_of(deck, EMN_FORM_FLUX, "grid", &c, &z, &w);
+    free(deck);
+    if (!f) return;
     double vref[G * G], worst = 0;
     grid_reference(vref);
     int found = 0;
@@ -150,59 +177,38 @@ static void grid_case(void)
         for (int cc = 0; cc < G; cc++) {
             char name[32];
             snprintf(name, sizeof name, "n%d_%d", r, cc);
-            int node = -1;
-            for (int k = 0; k < c->nodes.n; k++)
-                if (!strcmp(c->nodes.v[k].name, name)) node = k;
-            int j = node >= 0 ? f->node_coord[node] : -1;
+            int j = coord_of(c, f, name);
             if (j < 0) continue;
             found++;
             worst = fmax(worst, fabs(w[j] - vref[r * G + cc]));
         }
     ok(found == G * G, "every grid node is a coordinate (%d)", found);
     ok(worst < 1e-12, "grid node voltages match the nodal analysis (worst %.3g V)", worst);
-    free(z);
-    free(w);
-    emn_form_free(&f);
-    emn_netlist_free(&c);
+    done(f, c, z, w);
 }
 
-/* A mass on a spring to the frame, with a damper and a DC force: the
- * spring is the stiffness each coordinate has alone.  x = x0 + F/k. */
-static void spring_case(emn_form_kind kind, const char *kname)
+/* A mass on a spring to the frame, with a damper and a DC force, beside
+ * an RL circuit: the spring and the inductor are stiffness each
+ * coordinate has alone.  x = x0 + F/k, at rest. */
+static void spring_case(emn_form_kind kind, const char *what)
 {
-    emn_circuit *c = rd("spring\nM1 m 0.2\nS1 m 0 40 X0=0.01\nD1 m 0 0.3\nF1 m 0 DC -1.962\n"
-                        "R1 a 0 1k\nV1 a 0 2\nL1 a b 1m\nR2 b 0 3\n.op\n.end\n");
-    if (!ok(c != NULL && d.nerrors == 0, "spring deck reads (%s)", kname)) return;
-    emn_form *f = emn_form_build(c, kind, &d);
-    if (!ok(f != NULL, "spring %s formulation builds", kname)) {
-        emn_netlist_free(&c);
-        return;
-    }
-    int n = f->n;
-    double *z = calloc((size_t)n + 1, sizeof(double)), *w = calloc((size_t)n + 1, sizeof(double));
-    char msg[256] = "";
-    int bad = -1;
-    emn_op_stats st;
-    emn_form_set_time(f, 0);
-    int rc = emn_op_solve(f, 1e-3, NULL, z, w, &bad, msg, sizeof msg, &st);
-    ok(rc == 0 && st.iterations <= 2, "spring %s: at most two Newton steps (%ld)", kname, st.iterations);
-    int node = -1;
-    for (int k = 0; k < c->nodes.n; k++)
-        if (!strcmp(c->nodes.v[k].name, "m")) node = k;
-    int j = node >= 0 ? f->node_coord[node] : -1;
+    emn_circuit *c;
+    double *z, *w;
+    emn_form *f = op_of("spring\nM1 m 0.2\nS1 m 0 40 X0=0.01\nD1 m 0 0.3\nF1 m 0 DC -1.962\n"
+                        "R1 a 0 1k\nV1 a 0 2\nL1 a b 1m\nR2 b 0 3\n.op\n.end\n",
+                        kind, what, &c, &z, &w);
+    if (!f) return;
+    int j = coord_of(c, f, "m");
     ok(j >= 0 && fabs(z[j] - (0.01 - 1.962 / 40)) < 1e-12 && fabs(w[j]) < 1e-12,
-       "spring %s: x = x0 + F/k, at rest (x %.12g)", kname, j >= 0 ? z[j] : NAN);
-    free(z);
-    free(w);
-    emn_form_free(&f);
-    emn_netlist_free(&c);
+       "%s: x = x0 + F/k, at rest (x %.12g)", what, j >= 0 ? z[j] : NAN);
+    done(f, c, z, w);
 }
 
 int main(void)
 {
     grid_case();
-    spring_case(EMN_FORM_CHARGE, "charge");
-    spring_case(EMN_FORM_FLUX, "flux");
+    spring_case(EMN_FORM_CHARGE, "spring, charge");
+    spring_case(EMN_FORM_FLUX, "spring, flux");
     emn_diag_free(&d);
     return tap_done();
 }
