@@ -36,7 +36,7 @@ static void out_of_memory(size_t size)
  * Pages stay small.  Transparent huge pages (one fault maps 2 MiB) buy
  * nothing once arrays are mapped in bulk (below): with them rc-1e6 and
  * mesh-1e6 took the same processor time, and ibmpg1's operating point
- * varied from 0.24 to 0.37 s where it otherwise takes 0.24-0.25 s.
+ * varied from 0.22 to 0.40 s where it otherwise took 0.24-0.28 s.
  */
 #if HAVE_MALLOPT
 #define HEAP_STEP ((size_t)32 << 20)
@@ -55,12 +55,13 @@ static void heap_setup(void) {}
  * A large circuit's setup spends much of its time in page faults, and
  * they can be had in bulk: an array that is about to be written whole is
  * mapped by one call when it is allocated (MADV_POPULATE_WRITE, Linux
- * 5.14), which here costs a fifth of faulting its pages in one by one.  Only what will be written is mapped that way:
- * room reserved on an upper bound (emn_xreserve) and the room a growing
- * array takes ahead of its items (emn_xrealloc) are left to the faults, or
- * mapped a quarter MiB at a time as the items reach it (EMN_MAP_AHEAD), so
- * that a page never written is hardly ever part of the process.  A kernel
- * without the call refuses it once and is not asked again.
+ * 5.14), which here costs a fifth of faulting its pages in one by one.
+ * Only what will be written is mapped that way: room reserved on an upper
+ * bound (emn_xreserve) and the room a growing array takes ahead of its
+ * items (emn_xrealloc) are left to the faults, or mapped a quarter MiB at
+ * a time as the items reach it (EMN_MAP_AHEAD), so that a page never
+ * written is hardly ever part of the process.  A kernel without the call
+ * refuses it once and is not asked again.
  */
 #define POPULATE_FROM ((size_t)64 << 10)
 
