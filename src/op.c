@@ -45,7 +45,7 @@ typedef struct opsys {
     bool reduced, reduce_tried;
     emn_sparse M;
     emn_lu *mlu;
-    int *red, *red_coord, *mslot;   /* mslot: per M slot, K's */
+    int *red, *mslot;       /* mslot: per M slot, K's */
     int *a1, *a2;           /* per j: K slot of (R1, z0_j) and (R2, w_j), or -1 */
     double *dz, *dwv, *rr;
 } opsys;
@@ -148,7 +148,7 @@ static void opsys_free(opsys *o)
     emn_lu_free(&o->lu);
     emn_sparse_free(&o->M);
     emn_lu_free(&o->mlu);
-    free(o->red); free(o->red_coord); free(o->mslot); free(o->a1); free(o->a2);
+    free(o->red); free(o->mslot); free(o->a1); free(o->a2);
     free(o->dz); free(o->dwv); free(o->rr);
 }
 
@@ -309,25 +309,25 @@ static bool reduce(opsys *o)
     if (ns == 0) return false;
     int nn = 0;
     o->red = emn_xmalloc((size_t)n * sizeof(int) + 1);
-    o->red_coord = emn_xmalloc((size_t)n * sizeof(int) + 1);
     for (int j = 0; j < n; j++) {
         if (o->a2[j] >= 0 && o->a1[j] < 0) return false;   /* R1 cannot give dz0_j */
-        o->red[j] = o->a2[j] < 0 ? nn : -1;
-        if (o->a2[j] < 0) o->red_coord[nn++] = j;
+        o->red[j] = o->a2[j] < 0 ? nn++ : -1;
     }
+    /* M: w's columns and R1's rows off S, in the order of the coordinates */
     int *Mp = emn_xmalloc(((size_t)nn + 1) * sizeof(int));
     int cnt = 0;
-    for (int c = 0; c < nn; c++) {
-        int col = n + o->red_coord[c];
-        for (int q = K->Ap[col]; q < K->Ap[col + 1]; q++)
+    for (int j = 0; j < n; j++) {
+        if (o->red[j] < 0) continue;
+        for (int q = K->Ap[n + j]; q < K->Ap[n + j + 1]; q++)
             if (K->Ai[q] >= n && o->red[K->Ai[q] - n] >= 0) cnt++;
     }
     int *Mi = emn_xmalloc((size_t)cnt * sizeof(int) + 1);
     o->mslot = emn_xmalloc((size_t)cnt * sizeof(int) + 1);
     cnt = 0;
-    for (int c = 0; c < nn; c++) {
-        int col = n + o->red_coord[c];
-        Mp[c] = cnt;
+    for (int j = 0; j < n; j++) {
+        if (o->red[j] < 0) continue;
+        int col = n + j;
+        Mp[o->red[j]] = cnt;
         for (int q = K->Ap[col]; q < K->Ap[col + 1]; q++)
             if (K->Ai[q] >= n && o->red[K->Ai[q] - n] >= 0) {
                 Mi[cnt] = o->red[K->Ai[q] - n];
@@ -410,8 +410,7 @@ static int matrix(opsys *o, const double *z, const double *w, int *bad_col)
     }
     if (o->reduced) {
         for (int q = 0; q < o->M.nnz; q++) o->M.Ax[q] = -o->K.Ax[o->mslot[q]];
-        int mcol = -1;
-        if (emn_lu_factor(o->mlu, &o->M, &mcol) == 0) return 0;
+        if (emn_lu_factor(o->mlu, &o->M, NULL) == 0) return 0;
         o->reduced = false;     /* singular: K itself decides, and names the column */
     }
     int col = -1;

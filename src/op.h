@@ -14,8 +14,8 @@
  * directions the equations leave free (the absolute flux of a node, the
  * charge of a floating node) keep their initial values through a proximal
  * term in the Newton matrix only, so the converged point satisfies
- * R1 = R2 = 0 exactly.  If plain Newton
- * fails, the sources are stepped up from zero.
+ * R1 = R2 = 0 exactly.  If plain Newton fails, the sources are stepped up
+ * from zero.
  */
 #ifndef EMN_OP_H
 #define EMN_OP_H
