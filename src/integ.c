@@ -989,6 +989,13 @@ int emn_integ_step(emn_integ *it, double tlimit)
          * refactors anyway, grows whenever it can */
         double hn = factor >= (linear ? 2 : 1.1) ? hf * fmin(2, factor) : factor >= 1 ? hf : hf * factor;
         if (lands && it->hnext > hn && !it->restart) hn = fmax(hn, fmin(it->hnext, it->o.hmax));
+        /* and holds the first step after a restart: that step h0 and the
+         * doublings h0, 2 h0, ... after it come to the ladder step they
+         * reach, so the steps fall back onto that step's grid from the
+         * corner.  Corners and output points on the grid of hmax are then
+         * met by steps, with no landing step before the next corner and
+         * no interpolation between points. */
+        if (linear && it->restart) hn = fmin(hn, hf);
         it->hnext = fmin(hn, it->o.hmax);
         it->restart = false;
         if (lands && it->t >= it->next_bp * (1 - 1e-13)) {

@@ -1,0 +1,134 @@
+/*
+ * test_integ.c: the steps a linear circuit takes around the corners of a
+ * PWL source, and the values it finds there against the closed form.
+ *
+ * An RC low-pass (tau = 100 ns) driven by a PWL voltage between 1 and 2 V
+ * whose corners are at whole multiples of tmax = 1 ns but one, integrated
+ * with the trapezoidal rule and with Gear.  tau is a hundred steps and the
+ * node stays near volts, so the error test never shortens a step and what
+ * is checked is the step control alone (integ.c, emn_integ_step):
+ * - every corner is a step's end;
+ * - after a corner, the first-order step h0 (the ladder step nearest a
+ *   tenth of the full one) is kept once and then doubled, h0, h0, 2 h0,
+ *   ..., so that the steps come back onto the grid of full steps from the
+ *   corner: every later step up to the next corner ends at a whole number
+ *   of full steps from it, and one a whole number of full steps away is
+ *   met by a full step, not a short landing one.
+ * The node voltage at every step is checked against the closed form of the
+ * RC's response to a piecewise linear input.
+ */
+#include "config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "form.h"
+#include "integ.h"
+#include "netlist.h"
+#include "tap.h"
+
+#define TAU 100e-9
+#define HMAX 1e-9
+#define TSTOP 100e-9
+#define NCORNER 6
+
+/* The source's corners (time, volts); 43.3 ns is off the grid. */
+static const double ct[NCORNER] = {0, 10e-9, 20e-9, 30e-9, 43.3e-9, 60e-9};
+static const double cv[NCORNER] = {1, 1, 2, 2, 1.25, 1.25};
+
+static const char deck[] = "RC and PWL\n"
+                           "V1 in 0 PWL(0 1 10n 1 20n 2 30n 2 43.3n 1.25 60n 1.25)\n"
+                           "R1 in a 1k\nC1 a 0 100p\n.tran 1n 100n\n.end\n";
+
+/* v(a) at t: on each segment of the input u = u0 + s (t - t0),
+ * v = u - s tau + (v0 - u0 + s tau) exp(-(t - t0) / tau). */
+static double exact(double t)
+{
+    double v = cv[0];
+    for (int k = 0; k < NCORNER; k++) {
+        double t0 = ct[k], t1 = k + 1 < NCORNER ? ct[k + 1] : INFINITY;
+        double s = k + 1 < NCORNER ? (cv[k + 1] - cv[k]) / (t1 - t0) : 0;
+        double te = fmin(t, t1);
+        v = cv[k] + s * (te - t0) - s * TAU + (v - cv[k] + s * TAU) * exp(-(te - t0) / TAU);
+        if (t <= t1) break;
+    }
+    return v;
+}
+
+/* Is x a whole multiple of HMAX (within rounding)? */
+static int on_grid(double x)
+{
+    double k = round(x / HMAX);
+    return fabs(x - k * HMAX) <= 1e-9 * HMAX;
+}
+
+static void run(emn_method method, const char *what)
+{
+    emn_diag d = {0};
+    emn_circuit *c = emn_netlist_read_text("t.cir", deck, (long)strlen(deck), &d);
+    if (!ok(c != NULL && d.nerrors == 0, "%s: deck reads", what)) return;
+    emn_form *f = emn_form_build(c, EMN_FORM_FLUX, &d);
+    if (!ok(f != NULL && f->n == 1 && emn_form_is_linear(f), "%s: one coordinate, linear", what)) {
+        emn_netlist_free(&c);
+        return;
+    }
+    emn_integ_opts o = {c->opt.reltol, c->opt.abstol, c->opt.vntol, c->opt.chgtol, method, 2, c->opt.itl4,
+                        HMAX, HMAX * 1e-11, TSTOP};
+    emn_integ *it = emn_integ_new(f, &o);
+    double z0 = 0, p0 = 100e-12 * cv[0];      /* at rest at 1 V: the capacitor's charge */
+    emn_form_set_time(f, 0);
+    ok(emn_integ_start(it, 0, &z0, &p0) == 0, "%s: starts", what);
+
+    int hit[NCORNER] = {0}, steps = 0, off = 0, shape = 0, landing = 0;
+    double worst = 0, corner = 0, prev_t = 0;
+    int since = 0;          /* steps since the last corner */
+    double h0 = 0;          /* the first step after it */
+    while (it->t < TSTOP * (1 - 1e-12) && steps < 10000) {
+        if (emn_integ_step(it, TSTOP) != 0) break;
+        steps++;
+        double t = it->t, h = t - prev_t;
+        prev_t = t;
+        worst = fmax(worst, fabs(it->w[0][0] - exact(t)));
+        since++;
+        if (since == 1) h0 = h;
+        /* h0, h0, 2 h0, 4 h0, ... until the full step */
+        double want = since == 1 ? h0 : fmin(HMAX, ldexp(h0, since - 2));
+        int k = 1;
+        while (k < NCORNER && ct[k] < t - 1e-12 * TSTOP) k++;
+        int at_corner = k < NCORNER && fabs(t - ct[k]) <= 1e-12 * TSTOP;
+        if (!at_corner || on_grid(ct[k] - corner)) {
+            if (fabs(h - want) > 1e-9 * want) shape++;
+            if (t - corner >= HMAX * (1 - 1e-9) && !on_grid(t - corner)) off++;
+        }
+        if (at_corner && on_grid(ct[k] - corner) && fabs(h - HMAX) > 1e-9 * HMAX && ct[k] - corner > 4 * HMAX)
+            landing++;
+        if (at_corner) {
+            hit[k] = 1;
+            corner = t;
+            since = 0;
+        }
+    }
+    ok(fabs(it->t - TSTOP) <= 1e-12 * TSTOP, "%s: reaches %g s (t = %.12g after %d steps)", what, TSTOP, it->t,
+       steps);
+    int missed = 0;
+    for (int k = 1; k < NCORNER; k++) missed += !hit[k];
+    ok(missed == 0, "%s: every corner is a step's end (%d missed)", what, missed);
+    ok(shape == 0, "%s: after each corner h0, h0, 2 h0, ..., then full steps (%d steps otherwise)", what, shape);
+    ok(off == 0, "%s: the steps past the first full step from a corner end on its grid (%d do not)", what, off);
+    ok(landing == 0, "%s: a corner whole steps away is met by a full step (%d short landings)", what, landing);
+    /* the error test holds each step to reltol (1e-3) of a signal of 1 V */
+    ok(worst < 1e-3, "%s: v(a) within 1e-3 V of the closed form at every step (worst %.3g V)", what, worst);
+    emn_integ_free(&it);
+    emn_form_free(&f);
+    emn_netlist_free(&c);
+    emn_diag_free(&d);
+}
+
+int main(void)
+{
+    run(EMN_METHOD_TRAP, "trapezoidal");
+    run(EMN_METHOD_GEAR, "gear");
+    return tap_done();
+}
