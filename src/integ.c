@@ -875,11 +875,16 @@ int emn_integ_step(emn_integ *it, double tlimit)
     double h;
     /* The very first step: a tenth of the largest (as SPICE) for a linear
      * circuit, whose every new step size on the way up is a new
-     * factorization (a 10^5-node mesh factors in a second); far shorter
-     * for a nonlinear one, which refactors at every step anyway. */
-    if (it->npast == 0)
+     * factorization (a 10^5-node mesh factors in a second), and of the
+     * ladder the step nearest it, as after a corner: an eighth, whose
+     * factorization the trapezoidal step kept after each restart uses
+     * again (rounded down, a sixteenth would be factored for this step
+     * alone).  Far shorter for a nonlinear one, which refactors at every
+     * step anyway. */
+    if (it->npast == 0) {
         h = fmin(it->o.hmax, fmin(it->next_bp, tlimit) - t) * (linear ? 0.1 : 1e-4);
-    else
+        if (linear) h = ladder(it, h, true);
+    } else
         h = it->hnext;
     h = fmin(h, it->o.hmax);
     /* past a breakpoint, restart short and first order, as SPICE does

@@ -13,7 +13,9 @@
  *   ..., so that the steps come back onto the grid of full steps from the
  *   corner: every later step up to the next corner ends at a whole number
  *   of full steps from it, and one a whole number of full steps away is
- *   met by a full step, not a short landing one.
+ *   met by a full step, not a short landing one;
+ * - the first step is also the ladder step nearest a tenth of tmax, so
+ *   that its factorization is one the later steps use too.
  * The node voltage at every step is checked against the closed form of the
  * RC's response to a piecewise linear input.
  */
@@ -85,6 +87,7 @@ static void run(emn_method method, const char *what)
     double worst = 0, corner = 0, prev_t = 0;
     int since = 0;          /* steps since the last corner */
     double h0 = 0;          /* the first step after it */
+    double first_h = 0;
     while (it->t < TSTOP * (1 - 1e-12) && steps < 10000) {
         if (emn_integ_step(it, TSTOP) != 0) break;
         steps++;
@@ -93,6 +96,7 @@ static void run(emn_method method, const char *what)
         worst = fmax(worst, fabs(it->w[0][0] - exact(t)));
         since++;
         if (since == 1) h0 = h;
+        if (steps == 1) first_h = h;
         /* h0, h0, 2 h0, 4 h0, ... until the full step */
         double want = since == 1 ? h0 : fmin(HMAX, ldexp(h0, since - 2));
         int k = 1;
@@ -119,6 +123,15 @@ static void run(emn_method method, const char *what)
     ok(off == 0, "%s: the steps past the first full step from a corner end on its grid (%d do not)", what, off);
     ok(landing == 0, "%s: a corner whole steps away is met by a full step (%d short landings)", what, landing);
     /* the error test holds each step to reltol (1e-3) of a signal of 1 V */
+    long factors = 0, refactors = 0;
+    emn_integ_lu_stats(it, &factors, &refactors);
+    ok(fabs(first_h - HMAX / 8) <= 1e-9 * HMAX, "%s: the first step is tmax/8, the ladder's nearest to a tenth (%g s)",
+       what, first_h);
+    /* the start's, the ladder's four (h0 = tmax/8 first order is tmax/4
+     * trapezoidal) and the two landings on the corner off the grid and on
+     * the one after it */
+    if (method == EMN_METHOD_TRAP)
+        ok(factors + refactors == 7, "%s: seven factorizations, one per step size (%ld)", what, factors + refactors);
     ok(worst < 1e-3, "%s: v(a) within 1e-3 V of the closed form at every step (worst %.3g V)", what, worst);
     emn_integ_free(&it);
     emn_form_free(&f);
