@@ -14,21 +14,19 @@
  * bad.  A symmetric matrix with a positive diagonal (a passive network's)
  * is first factored L D L' in the order of CHOLMOD's analysis, kept if
  * every pivot is positive; a large one's factorizations and solves run in
- * two halves, on two cores (plan_halves).
+ * two halves, on two cores (plan_halves), and the largest (a mesh's, whose
+ * L fills into dense blocks) are factored supernodally, block by block
+ * (super_factor).
  * It keeps copies of the pattern and values it last factored: the
  * pattern copy makes "is this the same pattern?" a comparison of contents,
  * not of pointers a freed and rebuilt matrix may happen to reuse, and the
  * value copy lets an unchanged matrix (a linear circuit at a constant step)
  * skip refactorization altogether.
  */
-#define _GNU_SOURCE             /* RTLD_DEFAULT */
 #include "config.h"
 #include "sparse.h"
 
 #include <assert.h>
-#ifdef HAVE_DLSYM
-#include <dlfcn.h>
-#endif
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,15 +59,15 @@
  * ordered whole (analyze). */
 #define EMN_LU_SMALL_BLOCK 16
 
-/* From this many multiply-adds on, where the BLAS is OpenBLAS, a
- * factorization is CHOLMOD's supernodal one (see ldl_pattern).  Below it
- * the dense blocks are too small to gain much: a 10^5-node mesh (3.7e8)
- * factors in 0.13 s either way on the machine of bench/RESULTS.md, a
- * 10^6-node one (1.3e10) in 6.5 s by ldl_rows on two cores and in 1.6 to
- * 2.6 s supernodally with OpenBLAS.  With the reference BLAS it takes 5 s
- * on one core, and the whole transient as long as ldl_rows' (103 against
- * 102 s), so ldl_rows is kept there. */
-#define EMN_LDL_SUPER_FLOPS 2e9
+/* From this many multiply-adds on, an L D L' factorization is made
+ * supernodally (super_factor), its dense blocks by gemm_sub.  Below it
+ * the blocks are too small to pay for their bookkeeping, measured on the
+ * machine of bench/RESULTS.md: a 10^4-node mesh (1.2e7) takes as long
+ * either way, ibmpg1t's package grid (3.5e6) longer and 5 MB more.  A
+ * 10^5-node mesh (4e8) runs its transient in 3.2 s instead of 3.5, a
+ * 10^6-node one (1.3e10) factors in about 1.4 s on two cores instead of
+ * 6.5 s row by row, and its transient takes 53 s instead of 82. */
+#define EMN_LDL_SUPER_FLOPS 1e8
 
 void emn_sparse_init(emn_sparse *A, int n)
 {
@@ -296,27 +294,6 @@ static void check_memory(const emn_lu *lu)
     }
 }
 
-/* Whether CHOLMOD's BLAS is OpenBLAS (found by an entry point of its
- * own).  Its first call asks OpenBLAS for one thread: OpenBLAS's workers
- * spin (yielding) for about a tenth of a second after every call, which
- * through a supernodal factorization keeps the second core busy for a
- * tenth less wall time (a 10^6-node mesh: 2.0 s on two threads, 2.2 s on
- * one), and emnet's second core has its own helper (par.h). */
-static bool openblas(void)
-{
-#ifdef HAVE_DLSYM
-    static int known = -1;
-    if (known < 0) {
-        void (*set)(int) = (void (*)(int))dlsym(RTLD_DEFAULT, "openblas_set_num_threads");
-        known = set != NULL;
-        if (set) set(1);
-    }
-    return known;
-#else
-    return false;
-#endif
-}
-
 emn_lu *emn_lu_new(void)
 {
     emn_lu *lu = emn_xcalloc(1, sizeof *lu);
@@ -339,7 +316,7 @@ emn_lu *emn_lu_new(void)
      * emn_sparse_finalize builds only sorted columns without duplicates. */
     lu->common.scale = -1;
     lu->n = -1;
-    lu->super_flops = openblas() ? EMN_LDL_SUPER_FLOPS : INFINITY;
+    lu->super_flops = EMN_LDL_SUPER_FLOPS;
     return lu;
 }
 
@@ -724,12 +701,21 @@ typedef struct ldl_pattern {
     int *perm, *pinv, *parent;
     int *Lp, *Li;
     int *split;             /* per column below the top: where its rows in the top begin */
-    /* A large factorization (EMN_LDL_SUPER_FLOPS) is CHOLMOD's supernodal
-     * L L' in the same order, whose dense blocks go through BLAS, its
-     * values then copied into Lx and dinv: super holds its analysis and
-     * the values of the last factorization.  Li is then set once, by
-     * symbolic_rows, instead of by ldl_rows. */
+    /* A large factorization (EMN_LDL_SUPER_FLOPS) is a supernodal L L'
+     * in the same order (super_factor), whose dense blocks are worked on
+     * as such, its values then copied into Lx and dinv: super holds
+     * CHOLMOD's supernodal analysis (supernodes, their rows, where their
+     * values go).  Li is then set once, by symbolic_rows, instead of by
+     * ldl_rows.  X holds the values of the last such factorization, smap
+     * each column's supernode, s_n0 and s_t0 the first supernodes of
+     * half 1 and of the top (0: not in halves), csize the largest update
+     * one supernode makes to another; swork and cwork are the
+     * factorization's lists, maps and update buffers. */
     cholmod_factor *super;
+    double *X, *cwork;
+    int *smap, *swork;
+    int s_n0, s_t0;
+    size_t csize;
     /* the factorization's workspace: x is zero between rows; the stack and
      * path of a half's rows lie in that half's positions */
     double *x;
@@ -743,6 +729,7 @@ static void free_pattern(ldl_pattern **pp, cholmod_common *cc)
     if (pat->super) cholmod_free_factor(&pat->super, cc);
     free(pat->perm); free(pat->pinv); free(pat->parent); free(pat->Lp); free(pat->Li); free(pat->split);
     free(pat->x); free(pat->flag); free(pat->stack); free(pat->path); free(pat->fill);
+    free(pat->X); free(pat->cwork); free(pat->smap); free(pat->swork);
     free(pat);
     *pp = NULL;
 }
@@ -891,6 +878,30 @@ static cholmod_factor *super_analysis(cholmod_sparse *S, cholmod_common *cc, ldl
         cholmod_free_factor(&L, cc);
         free(pat->Li);
         pat->Li = NULL;
+        return NULL;
+    }
+    /* each column's supernode; the largest update one makes to another
+     * (its rows from the other's first column on, by those in the
+     * other's columns); the halves' first supernodes, where none
+     * straddles their bounds */
+    int *smap = pat->smap = emn_xmalloc(((size_t)n + 1) * sizeof(int));
+    for (size_t s = 0; s < L->nsuper; s++)
+        for (int k = Super[s]; k < Super[s + 1]; k++) smap[k] = (int)s;
+    size_t csize = 1;
+    for (size_t d = 0; d < L->nsuper; d++) {
+        int pdi = Pi[d], nd = Pi[d + 1] - pdi;
+        for (int p1 = Super[d + 1] - Super[d], p2; p1 < nd; p1 = p2) {
+            int t = smap[Ls[pdi + p1]];
+            for (p2 = p1; p2 < nd && smap[Ls[pdi + p2]] == t; p2++) {}
+            size_t c = (size_t)(nd - p1) * (size_t)(p2 - p1);
+            if (c > csize) csize = c;
+        }
+    }
+    pat->csize = csize;
+    pat->s_n0 = pat->s_t0 = 0;
+    if (pat->t0 > 0 && Super[smap[pat->n0]] == pat->n0 && Super[smap[pat->t0]] == pat->t0) {
+        pat->s_n0 = smap[pat->n0];
+        pat->s_t0 = smap[pat->t0];
     }
     return L;
 }
@@ -1034,22 +1045,236 @@ static void ldl_half(void *arg, int h)
     J->ok[h] = ldl_rows(J->pat, J->A, J->Lx, J->dinv, lo, hi, lo, hi, J->d[h]);
 }
 
+/* ------------------------------------------------- supernodal numeric */
+
+/* C -= A B' for C m x nc (leading dimension ldc), A m x k (lda), B nc x k
+ * (ldb), all by columns: the update a supernode's columns make to a later
+ * one's, and to its own trailing columns.  Blocks of 8 rows by 4 columns
+ * are summed over k in registers; the rest one by one.  Where the
+ * compiler can, a second copy for CPUs with AVX2 and FMA is chosen when
+ * the program starts. */
+#if defined(__GNUC__) && defined(__x86_64__) && defined(__has_attribute)
+#if __has_attribute(target_clones)
+#define EMN_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#endif
+#endif
+#ifndef EMN_CLONES
+#define EMN_CLONES
+#endif
+#if defined(__GNUC__)
+typedef double v4d __attribute__((vector_size(32)));
+#define EMN_V4 1
+#endif
+
+EMN_CLONES
+static void gemm_sub(int m, int nc, int k, const double *A, int lda, const double *B, int ldb, double *C, int ldc)
+{
+    int j = 0;
+#ifdef EMN_V4
+    for (; j + 4 <= nc; j += 4) {
+        int i = 0;
+        for (; i + 8 <= m; i += 8) {
+            /* eight sums in named variables: an array of them the
+             * compiler leaves in memory */
+            v4d c00 = {0}, c01 = {0}, c02 = {0}, c03 = {0}, c10 = {0}, c11 = {0}, c12 = {0}, c13 = {0};
+            const double *a = A + i, *b = B + j;
+            for (int q = 0; q < k; q++, a += lda, b += ldb) {
+                v4d a0, a1;
+                memcpy(&a0, a, sizeof a0);
+                memcpy(&a1, a + 4, sizeof a1);
+                c00 += a0 * b[0];
+                c10 += a1 * b[0];
+                c01 += a0 * b[1];
+                c11 += a1 * b[1];
+                c02 += a0 * b[2];
+                c12 += a1 * b[2];
+                c03 += a0 * b[3];
+                c13 += a1 * b[3];
+            }
+            v4d sum[8] = {c00, c10, c01, c11, c02, c12, c03, c13};
+            for (int t = 0; t < 4; t++) {
+                double *cc = C + i + (size_t)(j + t) * ldc;
+                v4d x0, x1;
+                memcpy(&x0, cc, sizeof x0);
+                memcpy(&x1, cc + 4, sizeof x1);
+                x0 -= sum[2 * t];
+                x1 -= sum[2 * t + 1];
+                memcpy(cc, &x0, sizeof x0);
+                memcpy(cc + 4, &x1, sizeof x1);
+            }
+        }
+        for (; i < m; i++) {
+            double c0 = 0, c1 = 0, c2 = 0, c3 = 0;
+            for (int q = 0; q < k; q++) {
+                double a = A[i + (size_t)q * lda];
+                const double *b = B + j + (size_t)q * ldb;
+                c0 += a * b[0];
+                c1 += a * b[1];
+                c2 += a * b[2];
+                c3 += a * b[3];
+            }
+            C[i + (size_t)j * ldc] -= c0;
+            C[i + (size_t)(j + 1) * ldc] -= c1;
+            C[i + (size_t)(j + 2) * ldc] -= c2;
+            C[i + (size_t)(j + 3) * ldc] -= c3;
+        }
+    }
+#endif
+    for (; j < nc; j++)
+        for (int q = 0; q < k; q++) {
+            double b = B[j + (size_t)q * ldb];
+            const double *a = A + (size_t)q * lda;
+            double *c = C + (size_t)j * ldc;
+            for (int i = 0; i < m; i++) c[i] -= a[i] * b;
+        }
+}
+
+/* L L' of one supernode's nrow x ncol block X (its columns' rows, the
+ * diagonal block first), already updated by every earlier supernode:
+ * by blocks of columns, each factored column by column and then taken
+ * from the columns after it.  False at a pivot not positive or not
+ * finite. */
+#define EMN_SUPER_PANEL 32
+
+static bool panel_llt(double *X, int nrow, int ncol)
+{
+    for (int c0 = 0; c0 < ncol; c0 += EMN_SUPER_PANEL) {
+        int c1 = c0 + EMN_SUPER_PANEL < ncol ? c0 + EMN_SUPER_PANEL : ncol;
+        for (int c = c0; c < c1; c++) {
+            double *x = X + (size_t)c * nrow;
+            for (int q = c0; q < c; q++) {
+                const double *y = X + (size_t)q * nrow;
+                double b = y[c];
+                for (int r = c; r < nrow; r++) x[r] -= y[r] * b;
+            }
+            double d = x[c];
+            if (!(d > 0) || !isfinite(d)) return false;
+            d = sqrt(d);
+            x[c] = d;
+            double id = 1 / d;
+            for (int r = c + 1; r < nrow; r++) x[r] *= id;
+        }
+        if (c1 < ncol)
+            gemm_sub(nrow - c1, ncol - c1, c1 - c0, X + c1 + (size_t)c0 * nrow, nrow, X + c1 + (size_t)c0 * nrow,
+                     nrow, X + c1 + (size_t)c1 * nrow, nrow);
+    }
+    return true;
+}
+
+/* The supernodes [s0, s1) of pat->super's L L' of P A P', left-looking:
+ * each gathers its columns of A, takes the updates of the supernodes
+ * below it that reach its columns (linked in head[s], next), and is
+ * factored.  Supernodes of one half link only to their half or the top,
+ * each half in its own head; the top reads both (lists [l0, l1)) and
+ * links into the first.  Each half has its own map (row to place in the
+ * block) and C (an update before it is added). */
+typedef struct super_work {
+    ldl_pattern *pat;
+    const emn_sparse *A;
+    int *head[2], *next, *lpos, *map[2];
+    double *cbuf[2];
+    int s_n0, s_t0;
+    bool ok[2];
+} super_work;
+
+static bool super_range(super_work *W, int s0, int s1, int h, int l0, int l1)
+{
+    ldl_pattern *pat = W->pat;
+    const cholmod_factor *L = pat->super;
+    const int *Super = L->super, *Pi = L->pi, *Px = L->px, *Ls = L->s, *smap = pat->smap;
+    const int *perm = pat->perm, *pinv = pat->pinv, *Ap = W->A->Ap, *Ai = W->A->Ai;
+    const double *Ax = W->A->Ax;
+    double *X = pat->X, *C = W->cbuf[h];
+    int *map = W->map[h], *next = W->next, *lpos = W->lpos, *own = W->head[h];
+    for (int s = s0; s < s1; s++) {
+        int k1 = Super[s], k2 = Super[s + 1], ncol = k2 - k1, psi = Pi[s], nrow = Pi[s + 1] - psi;
+        double *Xs = X + Px[s];
+        for (int i = 0; i < nrow; i++) map[Ls[psi + i]] = i;
+        memset(Xs, 0, (size_t)nrow * (size_t)ncol * sizeof *Xs);
+        for (int k = k1; k < k2; k++) {
+            int j = perm[k];
+            double *x = Xs + (size_t)(k - k1) * nrow;
+            for (int p = Ap[j]; p < Ap[j + 1]; p++) {
+                int r = pinv[Ai[p]];
+                if (r >= k) x[map[r]] = Ax[p];
+            }
+        }
+        for (int l = l0; l < l1; l++)
+            for (int d = W->head[l][s], dn; d >= 0; d = dn) {
+                dn = next[d];
+                int pdi = Pi[d], nd = Pi[d + 1] - pdi, dcol = Super[d + 1] - Super[d];
+                int p1 = lpos[d], p2 = p1;
+                while (p2 < nd && Ls[pdi + p2] < k2) p2++;
+                int m = nd - p1, nc = p2 - p1;
+                const double *Xd = X + Px[d] + p1;
+                memset(C, 0, (size_t)m * (size_t)nc * sizeof *C);
+                gemm_sub(m, nc, dcol, Xd, nd, Xd, nd, C, m);
+                const int *rows = Ls + pdi + p1;
+                for (int c = 0; c < nc; c++) {
+                    double *x = Xs + (size_t)(rows[c] - k1) * nrow;
+                    const double *cc = C + (size_t)c * m;
+                    for (int r = c; r < m; r++) x[map[rows[r]]] += cc[r];
+                }
+                lpos[d] = p2;
+                if (p2 < nd) {
+                    int t = smap[Ls[pdi + p2]];
+                    next[d] = own[t];
+                    own[t] = d;
+                }
+            }
+        if (!panel_llt(Xs, nrow, ncol)) return false;
+        if (nrow > ncol) {
+            int t = smap[Ls[psi + ncol]];
+            lpos[s] = ncol;
+            next[s] = own[t];
+            own[t] = s;
+        }
+    }
+    return true;
+}
+
+static void super_half(void *arg, int h)
+{
+    super_work *W = arg;
+    W->ok[h] = super_range(W, h ? W->s_n0 : 0, h ? W->s_t0 : W->s_n0, h, h, h + 1);
+}
+
+/* The numeric L L' of P A P' in pat->X, in the layout of pat->super: the
+ * halves side by side where the supernodes keep to them, then the top.
+ * False where A is not positive definite. */
+static bool super_factor(ldl_pattern *pat, const emn_sparse *A)
+{
+    const cholmod_factor *L = pat->super;
+    int ns = (int)L->nsuper, n = pat->n;
+    if (!pat->X) {
+        pat->X = emn_xmalloc(((size_t)L->xsize + 1) * sizeof(double));
+        pat->swork = emn_xmalloc((4 * (size_t)ns + 2 * (size_t)n + 4) * sizeof(int));
+        pat->cwork = emn_xmalloc(2 * pat->csize * sizeof(double));
+    }
+    super_work W = {pat, A, {pat->swork, pat->swork + ns}, pat->swork + 2 * ns, pat->swork + 3 * ns,
+                    {pat->swork + 4 * ns, pat->swork + 4 * ns + n}, {pat->cwork, pat->cwork + pat->csize},
+                    pat->s_n0, pat->s_t0, {true, true}};
+    for (int s = 0; s < 2 * ns; s++) pat->swork[s] = -1;
+    if (pat->s_t0 > 0) {
+        emn_par_two(super_half, &W);
+        if (!W.ok[0] || !W.ok[1]) return false;
+        return super_range(&W, pat->s_t0, ns, 0, 0, 2);
+    }
+    return super_range(&W, 0, ns, 0, 0, 1);
+}
+
 /* The supernodal L L' of P A P' (pat->super), as L D L' in Lx and dinv:
  * column j of L divided by its diagonal l_jj, and D_j = l_jj^2.  lo, hi:
  * the smallest and largest pivot.  False where A is not positive
  * definite, or a pivot is not clearly above rounding of its diagonal
  * entry of A, as ldl_rows decides. */
-static bool super_values(ldl_pattern *pat, const emn_sparse *A, cholmod_common *cc, double *Lx, double *dinv,
-                         double *lo, double *hi)
+static bool super_values(ldl_pattern *pat, const emn_sparse *A, double *Lx, double *dinv, double *lo, double *hi)
 {
-    cholmod_factor *L = pat->super;
-    cholmod_sparse S = upper(A);
-    int ok = cholmod_factorize(&S, L, cc);
-    cholmod_memory(cc);
-    if (!ok || cc->status != CHOLMOD_OK || L->minor < L->n) return false;
+    if (!super_factor(pat, A)) return false;
+    const cholmod_factor *L = pat->super;
+    const double *X = pat->X;
     const int *Super = L->super, *Pi = L->pi, *Px = L->px, *Ls = L->s, *perm = pat->perm, *Lp = pat->Lp;
     const int *Li = pat->Li;
-    const double *X = L->x;
     double dlo = INFINITY, dhi = 0;
     for (size_t s = 0; s < L->nsuper; s++) {
         int k1 = Super[s], nscol = Super[s + 1] - k1, nsrow = Pi[s + 1] - Pi[s];
@@ -1109,7 +1334,8 @@ static int factor_ldl(emn_lu *lu, const emn_sparse *A)
     double lo, hi;
     if (pat->super) {
         lu->stats.super++;
-        if (!super_values(pat, A, o->cc, lu->Lx, lu->dinv, &lo, &hi)) return -1;
+        if (pat->s_t0 > 0) lu->stats.super_halves++;
+        if (!super_values(pat, A, lu->Lx, lu->dinv, &lo, &hi)) return -1;
     } else {
         ldl_job J = {pat, A, lu->Lx, lu->dinv, {true, true}, {{INFINITY, 0}, {INFINITY, 0}}};
         if (t0 > 0) emn_par_two(ldl_half, &J);

@@ -69,7 +69,8 @@ typedef struct emn_lu_stats {
     long offdiag;           /* pivots off the diagonal in the last full factorization */
     long ldl;               /* L D L' factorizations tried (symmetric matrices) */
     long halves;            /* L D L' solves run in two halves (see sparse.c) */
-    long super;             /* L D L' factorizations made supernodally (CHOLMOD, BLAS) */
+    long super;             /* L D L' factorizations made supernodally (super_factor) */
+    long super_halves;      /* of those, made in two halves side by side */
     long parts;             /* KLU factorizations made as two independent groups (sparse.c) */
     long tiny;              /* factorizations made as small dense blocks (sparse.c) */
 } emn_lu_stats;
@@ -96,10 +97,10 @@ int emn_lu_solve(emn_lu *lu, double *b);
 double emn_lu_rcond(emn_lu *lu);
 const emn_lu_stats *emn_lu_get_stats(const emn_lu *lu);
 /* From how many multiply-adds on an L D L' factorization is made
- * supernodally, through BLAS (default: large ones only, and only where
- * the BLAS is OpenBLAS, sparse.c); set before the first factorization,
- * on the LU that makes the analysis.  For tests, which need the path at
- * sizes that run in milliseconds, whatever the BLAS. */
+ * supernodally (default: large ones only, EMN_LDL_SUPER_FLOPS in
+ * sparse.c); set before the first factorization, on the LU that makes the
+ * analysis.  For tests, which need the path at sizes that run in
+ * milliseconds. */
 void emn_lu_set_super_flops(emn_lu *lu, double flops);
 /* Before its first factorization: lu keeps no copy of the matrices it
  * factors, only pointers to their pattern, which must then stay as they

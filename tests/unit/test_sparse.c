@@ -529,9 +529,10 @@ static void test_halves(void)
     emn_sparse_free(&A);
 }
 
-/* A large L D L' is factored supernodally (CHOLMOD's L L', through BLAS)
- * and copied into the layout the solves use.  Forced here on a 150 x 150
- * grid: the solution agrees with the row-by-row factorization's and
+/* A large L D L' is factored supernodally (an L L' in CHOLMOD's
+ * supernodal layout, by dense blocks) and copied into the layout the
+ * solves use.  Forced here on a 150 x 150 grid, whose halves and top the
+ * factorization runs as the solves do: the solution agrees with the row-by-row factorization's and
  * solves A x = b, for the LU that made the analysis, for one sharing it
  * with other values, and after an indefinite matrix has sent one LU to
  * KLU. */
@@ -561,10 +562,11 @@ static void test_super(void)
             diff = fmax(diff, fabs(x[i] - y[i]));
             big = fmax(big, fabs(y[i]));
         }
-        ok(good && st->ldl == 1 && st->super == 1 && st->factors == 0 && st->halves == 1 && res < 1e-12 &&
-           diff <= 1e-10 * big,
-           "super: %s, supernodal (%ld) and solved in halves (%ld): ||Ax-b||/||b|| = %.3g, "
-           "%.3g from ldl_rows' x", k ? "a sharing LU" : "the analysis's LU", st->super, st->halves, res, diff / big);
+        ok(good && st->ldl == 1 && st->super == 1 && st->super_halves == 1 && st->factors == 0 &&
+           st->halves == 1 && res < 1e-12 && diff <= 1e-10 * big,
+           "super: %s, supernodal (%ld, %ld in halves) and solved in halves (%ld): ||Ax-b||/||b|| = %.3g, "
+           "%.3g from ldl_rows' x", k ? "a sharing LU" : "the analysis's LU", st->super, st->super_halves,
+           st->halves, res, diff / big);
         if (!k)     /* another step size for the sharing LU */
             for (int j = 0; j < n; j++)
                 for (int p = A.Ap[j]; p < A.Ap[j + 1]; p++)
@@ -584,6 +586,72 @@ static void test_super(void)
     free(x);
     free(y);
     emn_sparse_free(&A);
+}
+
+/* Dense symmetric positive definite matrices (diagonally dominant,
+ * random couplings) of sizes that are not multiples of the supernodal
+ * factorization's blocks (8 rows by 4 columns, panels of 32): one
+ * supernode, factored panel by panel.  The solution solves A x = b and
+ * agrees with the row-by-row factorization's; made indefinite (a
+ * principal 2 x 2 of negative determinant), the supernodal factorization
+ * gives up and KLU solves it. */
+static void test_super_dense(void)
+{
+    static const int sizes[] = {9, 37, 203};     /* 8 or fewer are dense blocks with pivoting (test_tiny) */
+    rng_state = 99;
+    for (size_t t = 0; t < sizeof sizes / sizeof sizes[0]; t++) {
+        int n = sizes[t];
+        emn_sparse A;
+        emn_sparse_init(&A, n);
+        for (int j = 0; j < n; j++)
+            for (int i = 0; i < n; i++) emn_sparse_reserve(&A, i, j);
+        emn_sparse_finalize(&A);
+        for (int j = 0; j < n; j++)
+            for (int p = A.Ap[j]; p < A.Ap[j + 1]; p++) {
+                int i = A.Ai[p];
+                if (i == j) A.Ax[p] = n + 1 + rnd_unit();
+                else if (i > j) A.Ax[p] = rnd_unit();
+            }
+        for (int j = 0; j < n; j++)      /* the upper triangle mirrors the lower */
+            for (int p = A.Ap[j]; p < A.Ap[j + 1]; p++)
+                if (A.Ai[p] < j) A.Ax[p] = A.Ax[emn_sparse_find(&A, j, A.Ai[p])];
+        double *b = emn_xmalloc((size_t)n * sizeof *b), *x = emn_xmalloc((size_t)n * sizeof *x);
+        double *y = emn_xmalloc((size_t)n * sizeof *y);
+        for (int i = 0; i < n; i++) b[i] = x[i] = y[i] = rnd_unit();
+        emn_lu *plain = emn_lu_new(), *sup = emn_lu_new();
+        emn_lu_set_super_flops(sup, 0);
+        bool good = emn_lu_factor(plain, &A, NULL) == 0 && emn_lu_solve(plain, y) == 0 &&
+                    emn_lu_factor(sup, &A, NULL) == 0 && emn_lu_solve(sup, x) == 0;
+        double res = residual(&A, x, b), diff = 0, big = 0;
+        for (int i = 0; i < n; i++) {
+            diff = fmax(diff, fabs(x[i] - y[i]));
+            big = fmax(big, fabs(y[i]));
+        }
+        const emn_lu_stats *st = emn_lu_get_stats(sup);
+        ok(good && st->super == 1 && emn_lu_get_stats(plain)->super == 0 && res < 1e-14 && diff <= 1e-13 * big,
+           "super: dense %d x %d, supernodal (%ld): ||Ax-b||/||b|| = %.3g, %.3g from ldl_rows' x", n, n, st->super,
+           res, diff / big);
+        emn_lu_free(&sup);
+        /* indefinite: the last two coordinates coupled by 2n, the last
+         * one's diagonal 1, a principal 2 x 2 of negative determinant */
+        A.Ax[emn_sparse_find(&A, n - 1, n - 1)] = 1;
+        A.Ax[emn_sparse_find(&A, n - 1, n - 2)] = A.Ax[emn_sparse_find(&A, n - 2, n - 1)] = 2.0 * n;
+        sup = emn_lu_new();
+        emn_lu_set_super_flops(sup, 0);
+        for (int i = 0; i < n; i++) x[i] = b[i];
+        good = emn_lu_factor(sup, &A, NULL) == 0 && emn_lu_solve(sup, x) == 0;
+        res = residual(&A, x, b);
+        st = emn_lu_get_stats(sup);
+        ok(good && st->ldl == 1 && st->factors == 1 && res < 1e-12,
+           "super: dense %d x %d made indefinite goes to KLU (%ld L D L', %ld KLU): ||Ax-b||/||b|| = %.3g", n, n,
+           st->ldl, st->factors, res);
+        emn_lu_free(&sup);
+        emn_lu_free(&plain);
+        free(b);
+        free(x);
+        free(y);
+        emn_sparse_free(&A);
+    }
 }
 
 /* A matrix for KLU made of separate cells is factored and solved as two
@@ -856,6 +924,7 @@ int main(void)
     test_ldl();
     test_halves();
     test_super();
+    test_super_dense();
     test_parts();
     test_tiny();
     test_large_build();
