@@ -60,13 +60,13 @@
 #define EMN_LU_SMALL_BLOCK 16
 
 /* From this many multiply-adds on, an L D L' factorization is made
- * supernodally (super_factor), its dense blocks by gemm_sub.  Below it
- * the blocks are too small to pay for their bookkeeping, measured on the
- * machine of bench/RESULTS.md: a 10^4-node mesh (1.2e7) takes as long
- * either way, ibmpg1t's package grid (3.5e6) longer and 5 MB more.  A
- * 10^5-node mesh (4e8) runs its transient in 3.2 s instead of 3.5, a
- * 10^6-node one (1.3e10) factors in about 1.4 s on two cores instead of
- * 6.5 s row by row, and its transient takes 53 s instead of 82. */
+ * supernodally (super_factor), its dense blocks by gemm_sub, and solved
+ * so (solve_super).  Below it the blocks are too small to pay for their
+ * bookkeeping, measured on the machine of bench/RESULTS.md: a 10^4-node
+ * mesh (1.2e7) takes as long either way, ibmpg1t's package grid (3.5e6)
+ * longer and 5 MB more.  A 10^6-node mesh (1.3e10) factors in about
+ * 1.4 s on two cores instead of 6.5 s row by row, and its transient
+ * takes 49 s instead of 82. */
 #define EMN_LDL_SUPER_FLOPS 1e8
 
 void emn_sparse_init(emn_sparse *A, int n)
@@ -241,6 +241,7 @@ struct emn_lu {
      * solve at a time): n numbers, and the halves' updates of the top
      * (see ldl_pattern) */
     double *work, *topbuf;
+    double *sbuf;               /* the owner's: a supernode's rows, for each half (solve_super) */
     bool use_ldl;               /* the valid factorization is Lx, not num */
     bool ldl_failed;            /* not positive definite once: KLU from then on */
     double super_flops;         /* the owner's: from this size of L D L' on, supernodal */
@@ -359,8 +360,9 @@ static void drop_ldl(emn_lu *lu)
     free(lu->dinv);
     free(lu->work);
     free(lu->topbuf);
+    free(lu->sbuf);
     lu->mirror = NULL;
-    lu->Lx = lu->dinv = lu->work = lu->topbuf = NULL;
+    lu->Lx = lu->dinv = lu->work = lu->topbuf = lu->sbuf = NULL;
     lu->use_ldl = lu->ldl_failed = false;
 }
 
@@ -703,18 +705,21 @@ typedef struct ldl_pattern {
     int *split;             /* per column below the top: where its rows in the top begin */
     /* A large factorization (EMN_LDL_SUPER_FLOPS) is a supernodal L L'
      * in the same order (super_factor), whose dense blocks are worked on
-     * as such, its values then copied into Lx and dinv: super holds
-     * CHOLMOD's supernodal analysis (supernodes, their rows, where their
-     * values go).  Li is then set once, by symbolic_rows, instead of by
-     * ldl_rows.  X holds the values of the last such factorization, smap
+     * as such and kept so for the solves (solve_super), in Lx; Li and
+     * split are then not used.  Its ns supernodes (super_analysis):
+     * supernode s holds columns [sup[s], sup[s + 1]), their rows
+     * sls[spi[s] .. spi[s + 1]) (its own columns first, then ascending),
+     * and its values by columns from spx[s], xsize in all.  smap gives
      * each column's supernode, s_n0 and s_t0 the first supernodes of
      * half 1 and of the top (0: not in halves), csize the largest update
-     * one supernode makes to another; swork and cwork are the
-     * factorization's lists, maps and update buffers. */
-    cholmod_factor *super;
-    double *X, *cwork;
-    int *smap, *swork;
-    int s_n0, s_t0;
+     * one supernode makes to another, maxrow the most rows of one; swork
+     * and cwork are the factorization's lists, maps and update buffers. */
+    int ns;
+    int *sup, *spi, *sls, *smap;
+    size_t *spx, xsize;
+    double *cwork;
+    int *swork;
+    int s_n0, s_t0, maxrow;
     size_t csize;
     /* the factorization's workspace: x is zero between rows; the stack and
      * path of a half's rows lie in that half's positions */
@@ -726,12 +731,19 @@ static void free_pattern(ldl_pattern **pp, cholmod_common *cc)
 {
     ldl_pattern *pat = *pp;
     if (!pat) return;
-    if (pat->super) cholmod_free_factor(&pat->super, cc);
     free(pat->perm); free(pat->pinv); free(pat->parent); free(pat->Lp); free(pat->Li); free(pat->split);
     free(pat->x); free(pat->flag); free(pat->stack); free(pat->path); free(pat->fill);
-    free(pat->X); free(pat->cwork); free(pat->smap); free(pat->swork);
+    free(pat->sup); free(pat->spi); free(pat->sls); free(pat->smap); free(pat->spx);
+    free(pat->cwork); free(pat->swork);
     free(pat);
     *pp = NULL;
+}
+
+/* Numbers in a factorization's Lx: L below the diagonal, or a supernodal
+ * L's blocks. */
+static size_t lx_size(const ldl_pattern *pat)
+{
+    return pat->ns ? pat->xsize : (size_t)pat->Lp[pat->n];
 }
 
 /* Entries of L an analysis plans, its diagonal included. */
@@ -825,85 +837,81 @@ static double planned_flops(const cholmod_factor *sym)
     return fl;
 }
 
-/* L's pattern, Li, as ldl_rows finds it: row k's entries are the tree
- * paths from those of row k of P A P' up to k, and each column's rows
- * come in ascending order. */
-static void symbolic_rows(ldl_pattern *pat, const emn_sparse *A)
+/* The supernodes of pat's L (see ldl_pattern), from CHOLMOD's supernodal
+ * analysis in pat's order with no zeros added to merge them (the solves
+ * stream every number kept, and merged supernodes kept 70% more on a
+ * mesh), except among the smallest, as CHOLMOD does (up to four
+ * columns).  One that straddles the top's first column is cut there, so
+ * that the halves and the top are whole supernodes.  Also what
+ * super_factor needs: each column's supernode, the largest update one
+ * supernode makes to another (its rows from the other's first column on,
+ * by those in the other's columns) and the most rows of one.  False (and
+ * ns = 0) if CHOLMOD cannot analyze it in that order. */
+static bool super_analysis(cholmod_sparse *S, cholmod_common *cc, ldl_pattern *pat)
 {
-    const int *perm = pat->perm, *pinv = pat->pinv, *parent = pat->parent, *Lp = pat->Lp;
-    int *flag = pat->flag, *fill = pat->fill, *Li = pat->Li;
-    for (int k = 0; k < pat->n; k++) fill[k] = 0;
-    for (int k = 0; k < pat->n; k++) {
-        int j = perm[k];
-        flag[k] = k;
-        for (int p = A->Ap[j]; p < A->Ap[j + 1]; p++)
-            for (int i = pinv[A->Ai[p]]; i < k && flag[i] != k; i = parent[i]) {
-                flag[i] = k;
-                Li[Lp[i] + fill[i]++] = k;
-            }
-    }
-}
-
-/* The supernodal analysis in pat's order, whose supernodes hold every
- * entry of pat's L (Li, set here) and, where their amalgamation joined
- * columns of different patterns, some zeros (a tenth to a third more on
- * a mesh): the solves keep to L's own entries.  NULL if CHOLMOD cannot
- * make it in that order. */
-static cholmod_factor *super_analysis(cholmod_sparse *S, cholmod_common *cc, ldl_pattern *pat, const emn_sparse *A)
-{
-    int n = pat->n;
+    int n = pat->n, t0 = pat->t0;
     cc->supernodal = CHOLMOD_SUPERNODAL;
+    double zrelax[3];
+    memcpy(zrelax, cc->zrelax, sizeof zrelax);
+    cc->zrelax[0] = cc->zrelax[1] = cc->zrelax[2] = 0;
     cholmod_factor *L = analyze_given(S, cc, pat->perm);
+    memcpy(cc->zrelax, zrelax, sizeof zrelax);
     cc->supernodal = CHOLMOD_SIMPLICIAL;
-    if (!L) return NULL;
-    bool ok = L->is_super && memcmp(L->Perm, pat->perm, (size_t)n * sizeof(int)) == 0;
-    if (ok) {
-        pat->Li = emn_xmalloc(((size_t)pat->Lp[n] + 1) * sizeof(int));
-        symbolic_rows(pat, A);
-    }
-    /* each column's rows, in ascending order, among its supernode's */
-    const int *Super = L->super, *Pi = L->pi, *Ls = L->s, *Lp = pat->Lp, *Li = pat->Li;
-    for (size_t s = 0; ok && s < L->nsuper; s++) {
-        int k1 = Super[s], nscol = Super[s + 1] - k1, psi = Pi[s], nsrow = Pi[s + 1] - psi;
-        for (int c = 0; c < nscol && ok; c++) {
-            int i = c + 1, j = k1 + c;
-            ok = Ls[psi + c] == j;
-            for (int p = Lp[j]; p < Lp[j + 1] && ok; p++) {
-                while (i < nsrow && Ls[psi + i] < Li[p]) i++;
-                ok = i < nsrow && Ls[psi + i] == Li[p];
-            }
+    if (L && !(L->is_super && memcmp(L->Perm, pat->perm, (size_t)n * sizeof(int)) == 0))
+        cholmod_free_factor(&L, cc);
+    if (!L) return false;
+    const int *Super = L->super, *Pi = L->pi, *Ls = L->s;
+    int cns = (int)L->nsuper, cut = -1;
+    for (int s = 0; t0 > 0 && s < cns; s++)
+        if (Super[s] < t0 && t0 < Super[s + 1]) cut = s;
+    int ns = pat->ns = cns + (cut >= 0);
+    pat->sup = emn_xmalloc(((size_t)ns + 1) * sizeof(int));
+    pat->spi = emn_xmalloc(((size_t)ns + 1) * sizeof(int));
+    pat->spx = emn_xmalloc(((size_t)ns + 1) * sizeof(size_t));
+    pat->sls = emn_xmalloc(((size_t)Pi[cns] + (size_t)(cut >= 0 ? Pi[cut + 1] - Pi[cut] : 0) + 1) * sizeof(int));
+    int *sup = pat->sup, *spi = pat->spi, *sls = pat->sls;
+    size_t *spx = pat->spx;
+    spi[0] = 0;
+    spx[0] = 0;
+    for (int s = 0, t = 0; s < cns; s++) {
+        int k1 = Super[s], k2 = Super[s + 1], r0 = Pi[s], r1 = Pi[s + 1];
+        for (int part = 0; part < (s == cut ? 2 : 1); part++, t++) {
+            int a = s == cut && part == 1 ? t0 : k1, b = s == cut && part == 0 ? t0 : k2;
+            int from = r0 + (a - k1);       /* a column's rows start at itself */
+            sup[t] = a;
+            memcpy(sls + spi[t], Ls + from, (size_t)(r1 - from) * sizeof(int));
+            spi[t + 1] = spi[t] + (r1 - from);
+            spx[t + 1] = spx[t] + (size_t)(r1 - from) * (size_t)(b - a);
         }
     }
-    if (!ok) {
-        cholmod_free_factor(&L, cc);
-        free(pat->Li);
-        pat->Li = NULL;
-        return NULL;
-    }
-    /* each column's supernode; the largest update one makes to another
-     * (its rows from the other's first column on, by those in the
-     * other's columns); the halves' first supernodes, where none
-     * straddles their bounds */
+    sup[ns] = n;
+    pat->xsize = spx[ns];
+    cholmod_free_factor(&L, cc);
     int *smap = pat->smap = emn_xmalloc(((size_t)n + 1) * sizeof(int));
-    for (size_t s = 0; s < L->nsuper; s++)
-        for (int k = Super[s]; k < Super[s + 1]; k++) smap[k] = (int)s;
+    for (int s = 0; s < ns; s++)
+        for (int k = sup[s]; k < sup[s + 1]; k++) smap[k] = s;
     size_t csize = 1;
-    for (size_t d = 0; d < L->nsuper; d++) {
-        int pdi = Pi[d], nd = Pi[d + 1] - pdi;
-        for (int p1 = Super[d + 1] - Super[d], p2; p1 < nd; p1 = p2) {
-            int t = smap[Ls[pdi + p1]];
-            for (p2 = p1; p2 < nd && smap[Ls[pdi + p2]] == t; p2++) {}
+    int maxrow = 1;
+    for (int d = 0; d < ns; d++) {
+        int pdi = spi[d], nd = spi[d + 1] - pdi;
+        if (nd > maxrow) maxrow = nd;
+        for (int p1 = sup[d + 1] - sup[d], p2; p1 < nd; p1 = p2) {
+            int t = smap[sls[pdi + p1]];
+            for (p2 = p1; p2 < nd && smap[sls[pdi + p2]] == t; p2++) {}
             size_t c = (size_t)(nd - p1) * (size_t)(p2 - p1);
             if (c > csize) csize = c;
         }
     }
     pat->csize = csize;
+    pat->maxrow = maxrow;
+    /* a column's parent in the top is never the next column of a half:
+     * only the top's first column can share a supernode with a half's */
     pat->s_n0 = pat->s_t0 = 0;
-    if (pat->t0 > 0 && Super[smap[pat->n0]] == pat->n0 && Super[smap[pat->t0]] == pat->t0) {
+    if (t0 > 0 && sup[smap[pat->n0]] == pat->n0 && sup[smap[t0]] == t0) {
         pat->s_n0 = smap[pat->n0];
-        pat->s_t0 = smap[pat->t0];
+        pat->s_t0 = smap[t0];
     }
-    return L;
+    return true;
 }
 
 /* The analysis of the owner's pattern: AMD's order (CHOLMOD's) or nested
@@ -965,8 +973,8 @@ static ldl_pattern *analyze_ldl(emn_lu *o, const emn_sparse *A)
     pat->stack = emn_xmalloc(sz * sizeof(int));
     pat->path = emn_xmalloc(sz * sizeof(int));
     pat->fill = emn_xmalloc(sz * sizeof(int));
-    if (flops >= o->super_flops) pat->super = super_analysis(&S, cc, pat, A);
-    if (!pat->super) pat->Li = emn_xmalloc(((size_t)pat->Lp[n] + 1) * sizeof(int));
+    if (!(flops >= o->super_flops && super_analysis(&S, cc, pat)))
+        pat->Li = emn_xmalloc(((size_t)pat->Lp[n] + 1) * sizeof(int));
     cholmod_free_work(cc);      /* its workspace (n-sized) is needed again only for a new pattern */
     return pat;
 }
@@ -1161,7 +1169,7 @@ static bool panel_llt(double *X, int nrow, int ncol)
     return true;
 }
 
-/* The supernodes [s0, s1) of pat->super's L L' of P A P', left-looking:
+/* The supernodes [s0, s1) of pat's L L' of P A P', left-looking:
  * each gathers its columns of A, takes the updates of the supernodes
  * below it that reach its columns (linked in head[s], next), and is
  * factored.  Supernodes of one half link only to their half or the top,
@@ -1169,8 +1177,9 @@ static bool panel_llt(double *X, int nrow, int ncol)
  * links into the first.  Each half has its own map (row to place in the
  * block) and C (an update before it is added). */
 typedef struct super_work {
-    ldl_pattern *pat;
+    const ldl_pattern *pat;
     const emn_sparse *A;
+    double *X;
     int *head[2], *next, *lpos, *map[2];
     double *cbuf[2];
     int s_n0, s_t0;
@@ -1179,12 +1188,12 @@ typedef struct super_work {
 
 static bool super_range(super_work *W, int s0, int s1, int h, int l0, int l1)
 {
-    ldl_pattern *pat = W->pat;
-    const cholmod_factor *L = pat->super;
-    const int *Super = L->super, *Pi = L->pi, *Px = L->px, *Ls = L->s, *smap = pat->smap;
+    const ldl_pattern *pat = W->pat;
+    const int *Super = pat->sup, *Pi = pat->spi, *Ls = pat->sls, *smap = pat->smap;
+    const size_t *Px = pat->spx;
     const int *perm = pat->perm, *pinv = pat->pinv, *Ap = W->A->Ap, *Ai = W->A->Ai;
     const double *Ax = W->A->Ax;
-    double *X = pat->X, *C = W->cbuf[h];
+    double *X = W->X, *C = W->cbuf[h];
     int *map = W->map[h], *next = W->next, *lpos = W->lpos, *own = W->head[h];
     for (int s = s0; s < s1; s++) {
         int k1 = Super[s], k2 = Super[s + 1], ncol = k2 - k1, psi = Pi[s], nrow = Pi[s + 1] - psi;
@@ -1239,61 +1248,41 @@ static void super_half(void *arg, int h)
     W->ok[h] = super_range(W, h ? W->s_n0 : 0, h ? W->s_t0 : W->s_n0, h, h, h + 1);
 }
 
-/* The numeric L L' of P A P' in pat->X, in the layout of pat->super: the
+/* The numeric L L' of P A P' in X, in pat's supernodal layout: the
  * halves side by side where the supernodes keep to them, then the top.
- * False where A is not positive definite. */
-static bool super_factor(ldl_pattern *pat, const emn_sparse *A)
+ * lo, hi: the smallest and largest pivot of L D L' (l_jj^2).  False where
+ * A is not positive definite, or a pivot is not clearly above rounding of
+ * its diagonal entry of A, as ldl_rows decides. */
+static bool super_factor(ldl_pattern *pat, const emn_sparse *A, double *X, double *lo, double *hi)
 {
-    const cholmod_factor *L = pat->super;
-    int ns = (int)L->nsuper, n = pat->n;
-    if (!pat->X) {
-        pat->X = emn_xmalloc(((size_t)L->xsize + 1) * sizeof(double));
+    int ns = pat->ns, n = pat->n;
+    if (!pat->swork) {
         pat->swork = emn_xmalloc((4 * (size_t)ns + 2 * (size_t)n + 4) * sizeof(int));
         pat->cwork = emn_xmalloc(2 * pat->csize * sizeof(double));
     }
-    super_work W = {pat, A, {pat->swork, pat->swork + ns}, pat->swork + 2 * ns, pat->swork + 3 * ns,
+    super_work W = {pat, A, X, {pat->swork, pat->swork + ns}, pat->swork + 2 * ns, pat->swork + 3 * ns,
                     {pat->swork + 4 * ns, pat->swork + 4 * ns + n}, {pat->cwork, pat->cwork + pat->csize},
                     pat->s_n0, pat->s_t0, {true, true}};
     for (int s = 0; s < 2 * ns; s++) pat->swork[s] = -1;
     if (pat->s_t0 > 0) {
         emn_par_two(super_half, &W);
-        if (!W.ok[0] || !W.ok[1]) return false;
-        return super_range(&W, pat->s_t0, ns, 0, 0, 2);
+        if (!W.ok[0] || !W.ok[1] || !super_range(&W, pat->s_t0, ns, 0, 0, 2)) return false;
+    } else if (!super_range(&W, 0, ns, 0, 0, 1)) {
+        return false;
     }
-    return super_range(&W, 0, ns, 0, 0, 1);
-}
-
-/* The supernodal L L' of P A P' (pat->super), as L D L' in Lx and dinv:
- * column j of L divided by its diagonal l_jj, and D_j = l_jj^2.  lo, hi:
- * the smallest and largest pivot.  False where A is not positive
- * definite, or a pivot is not clearly above rounding of its diagonal
- * entry of A, as ldl_rows decides. */
-static bool super_values(ldl_pattern *pat, const emn_sparse *A, double *Lx, double *dinv, double *lo, double *hi)
-{
-    if (!super_factor(pat, A)) return false;
-    const cholmod_factor *L = pat->super;
-    const double *X = pat->X;
-    const int *Super = L->super, *Pi = L->pi, *Px = L->px, *Ls = L->s, *perm = pat->perm, *Lp = pat->Lp;
-    const int *Li = pat->Li;
+    const int *Super = pat->sup, *Pi = pat->spi, *perm = pat->perm;
+    const size_t *Px = pat->spx;
     double dlo = INFINITY, dhi = 0;
-    for (size_t s = 0; s < L->nsuper; s++) {
-        int k1 = Super[s], nscol = Super[s + 1] - k1, nsrow = Pi[s + 1] - Pi[s];
-        for (int c = 0; c < nscol; c++) {
-            int j = k1 + c, col = perm[j];
-            const double *x = X + Px[s] + (size_t)c * (size_t)nsrow;
-            double d = x[c], dj = d * d, akk = 0;
+    for (int t = 0; t < ns; t++) {
+        int k1 = Super[t], nrow = Pi[t + 1] - Pi[t];
+        for (int c = 0; c < Super[t + 1] - k1; c++) {
+            int col = perm[k1 + c];
+            double d = X[Px[t] + (size_t)c * nrow + c], dj = d * d, akk = 0;
             for (int p = A->Ap[col]; p < A->Ap[col + 1]; p++)
                 if (A->Ai[p] == col) akk = A->Ax[p];
             if (!(dj > DBL_EPSILON * fabs(akk)) || !isfinite(dj)) return false;
-            dinv[j] = 1 / dj;
             dlo = fmin(dlo, dj);
             dhi = fmax(dhi, dj);
-            double id = 1 / d;
-            const int *rows = Ls + Pi[s];
-            for (int p = Lp[j], i = c + 1; p < Lp[j + 1]; p++, i++) {
-                while (rows[i] != Li[p]) i++;
-                Lx[p] = x[i] * id;
-            }
         }
     }
     *lo = dlo;
@@ -1322,20 +1311,21 @@ static int factor_ldl(emn_lu *lu, const emn_sparse *A)
         lu->pat_id = o->pat_id;
     }
     if (!lu->Lx) {
-        lu->Lx = emn_xmalloc(((size_t)pat->Lp[n] + 1) * sizeof(double));
-        lu->dinv = emn_xmalloc(((size_t)n + 1) * sizeof(double));
+        lu->Lx = emn_xmalloc((lx_size(pat) + 1) * sizeof(double));
+        if (!pat->ns) lu->dinv = emn_xmalloc(((size_t)n + 1) * sizeof(double));     /* L L': no D */
     }
     if (!o->work) {
         o->work = emn_xmalloc(((size_t)n + 1) * sizeof(double));
         if (t0 > 0) o->topbuf = emn_xmalloc(2 * (size_t)(n - t0) * sizeof(double));
+        if (pat->ns) o->sbuf = emn_xmalloc(2 * ((size_t)pat->maxrow + 1) * sizeof(double));
     }
     if (lu->use_ldl) lu->use_ldl = lu->valid = false;   /* refactored in place */
     lu->stats.ldl++;
     double lo, hi;
-    if (pat->super) {
+    if (pat->ns) {
         lu->stats.super++;
         if (pat->s_t0 > 0) lu->stats.super_halves++;
-        if (!super_values(pat, A, lu->Lx, lu->dinv, &lo, &hi)) return -1;
+        if (!super_factor(pat, A, lu->Lx, &lo, &hi)) return -1;
     } else {
         ldl_job J = {pat, A, lu->Lx, lu->dinv, {true, true}, {{INFINITY, 0}, {INFINITY, 0}}};
         if (t0 > 0) emn_par_two(ldl_half, &J);
@@ -1344,7 +1334,7 @@ static int factor_ldl(emn_lu *lu, const emn_sparse *A)
         lo = fmin(top[0], fmin(J.d[0][0], J.d[1][0]));
         hi = fmax(top[1], fmax(J.d[0][1], J.d[1][1]));
     }
-    if (t0 > 0 && !pat->split) {
+    if (t0 > 0 && !pat->split && !pat->ns) {
         /* rows ascend in each column: those in the top come last */
         pat->split = emn_xmalloc((size_t)t0 * sizeof(int));
         for (int j = 0; j < t0; j++) {
@@ -1413,6 +1403,111 @@ static void backward_half(void *arg, int h)
     backward_cols(pat, H->lu->Lx, H->lu->dinv, H->y, h ? pat->n0 : 0, h ? pat->t0 : pat->n0);
 }
 
+/* Solves with a supernodal L L' (Lx in pat's supernodal layout): each
+ * supernode's rows are gathered into buf, worked on as a dense block
+ * (its columns contiguous) and put back.  Forward, L y = y over
+ * supernodes [s0, s1): rows past lim are not y's to write (the top, in a
+ * half) and go to top[row - lim] as updates.  Backward, L' x = y over the
+ * same, from the last: the rows below a supernode are final by then. */
+typedef struct super_solve {
+    const ldl_pattern *pat;
+    const double *X;
+    double *y, *topbuf, *sbuf;
+} super_solve;
+
+static void super_forward(const super_solve *S, int s0, int s1, int lim, double *top, double *buf)
+{
+    const int *Super = S->pat->sup, *Pi = S->pat->spi, *Ls = S->pat->sls;
+    const size_t *Px = S->pat->spx;
+    double *y = S->y;
+    for (int s = s0; s < s1; s++) {
+        int k1 = Super[s], ncol = Super[s + 1] - k1, nrow = Pi[s + 1] - Pi[s];
+        const int *rows = Ls + Pi[s];
+        const double *X = S->X + Px[s];
+        for (int i = 0; i < nrow; i++) buf[i] = rows[i] < lim ? y[rows[i]] : 0;
+        for (int c = 0; c < ncol; c++) {
+            const double *x = X + (size_t)c * nrow;
+            double b = buf[c] / x[c];
+            buf[c] = b;
+            for (int i = c + 1; i < nrow; i++) buf[i] -= x[i] * b;
+        }
+        for (int i = 0; i < nrow; i++) {
+            if (rows[i] < lim) y[rows[i]] = buf[i];
+            else top[rows[i] - lim] += buf[i];
+        }
+    }
+}
+
+static void super_backward(const super_solve *S, int s0, int s1, double *buf)
+{
+    const int *Super = S->pat->sup, *Pi = S->pat->spi, *Ls = S->pat->sls;
+    const size_t *Px = S->pat->spx;
+    double *y = S->y;
+    for (int s = s1 - 1; s >= s0; s--) {
+        int k1 = Super[s], ncol = Super[s + 1] - k1, nrow = Pi[s + 1] - Pi[s];
+        const int *rows = Ls + Pi[s];
+        const double *X = S->X + Px[s];
+        for (int i = 0; i < nrow; i++) buf[i] = y[rows[i]];
+        for (int c = ncol - 1; c >= 0; c--) {
+            const double *x = X + (size_t)c * nrow;
+            /* four partial sums: one would wait on each add */
+            double t0 = 0, t1 = 0, t2 = 0, t3 = 0;
+            int i = c + 1;
+            for (; i + 4 <= nrow; i += 4) {
+                t0 += x[i] * buf[i];
+                t1 += x[i + 1] * buf[i + 1];
+                t2 += x[i + 2] * buf[i + 2];
+                t3 += x[i + 3] * buf[i + 3];
+            }
+            for (; i < nrow; i++) t0 += x[i] * buf[i];
+            buf[c] = (buf[c] - ((t0 + t1) + (t2 + t3))) / x[c];
+        }
+        for (int c = 0; c < ncol; c++) y[k1 + c] = buf[c];
+    }
+}
+
+static void super_forward_half(void *arg, int h)
+{
+    const super_solve *S = arg;
+    const ldl_pattern *pat = S->pat;
+    int ntop = pat->n - pat->t0;
+    double *top = S->topbuf + (size_t)h * ntop;
+    memset(top, 0, (size_t)ntop * sizeof *top);
+    double *buf = S->sbuf + (size_t)h * ((size_t)pat->maxrow + 1);
+    super_forward(S, h ? pat->s_n0 : 0, h ? pat->s_t0 : pat->s_n0, pat->t0, top, buf);
+}
+
+static void super_backward_half(void *arg, int h)
+{
+    const super_solve *S = arg;
+    const ldl_pattern *pat = S->pat;
+    double *buf = S->sbuf + (size_t)h * ((size_t)pat->maxrow + 1);
+    super_backward(S, h ? pat->s_n0 : 0, h ? pat->s_t0 : pat->s_n0, buf);
+}
+
+/* y = (L L')^-1 y, in halves where the supernodes keep to them: the
+ * halves' forward passes side by side, their updates of the top added in
+ * a fixed order, the top forward and backward, the halves' backward
+ * passes side by side. */
+static void solve_super(emn_lu *lu, const emn_lu *o, double *y)
+{
+    const ldl_pattern *pat = o->pat;
+    int ns = pat->ns, n = pat->n, t0 = pat->t0;
+    super_solve S = {pat, lu->Lx, y, o->topbuf, o->sbuf};
+    if (pat->s_t0 > 0) {
+        lu->stats.halves++;
+        emn_par_two(super_forward_half, &S);
+        const double *top0 = o->topbuf, *top1 = o->topbuf + (n - t0);
+        for (int i = 0; i < n - t0; i++) y[t0 + i] = (y[t0 + i] + top0[i]) + top1[i];
+        super_forward(&S, pat->s_t0, ns, n, NULL, o->sbuf);
+        super_backward(&S, pat->s_t0, ns, o->sbuf);
+        emn_par_two(super_backward_half, &S);
+    } else {
+        super_forward(&S, 0, ns, n, NULL, o->sbuf);
+        super_backward(&S, 0, ns, o->sbuf);
+    }
+}
+
 /* b = A^-1 b from P A P' = L D L' (L unit lower triangular, D on its
  * diagonal): L y = P b, then L' (P x) = D^-1 y.  With the owner's order
  * in halves, each pass runs its halves side by side (par.h) and the top
@@ -1426,7 +1521,9 @@ static void solve_ldl(emn_lu *lu, double *b)
     double *y = o->work;
     int n = lu->n, t0 = pat->t0;
     for (int k = 0; k < n; k++) y[k] = b[P[k]];
-    if (t0 > 0) {
+    if (pat->ns) {
+        solve_super(lu, o, y);
+    } else if (t0 > 0) {
         halves H = {pat, lu, y, o->topbuf};
         lu->stats.halves++;
         emn_par_two(forward_half, &H);
@@ -2034,7 +2131,8 @@ size_t emn_lu_bytes(const emn_lu *lu)
 {
     size_t b = lu->common.memusage;
     const emn_lu *o = lu->share ? lu->share : lu;
-    if (lu->Lx && o->pat) b += ((size_t)o->pat->Lp[o->pat->n] + (size_t)o->pat->n) * sizeof(double);   /* L, 1/D */
+    if (lu->Lx && o->pat) b += lx_size(o->pat) * sizeof(double);      /* L */
+    if (lu->dinv && o->pat) b += (size_t)o->pat->n * sizeof(double);  /* 1/D */
     for (int h = 0; h < 2; h++)
         if (lu->part[h]) b += emn_lu_bytes(lu->part[h]);
     if (lu->tx) b += lu->tx_len * sizeof(double) + (size_t)lu->n * sizeof(int);

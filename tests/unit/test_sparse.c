@@ -529,10 +529,10 @@ static void test_halves(void)
     emn_sparse_free(&A);
 }
 
-/* A large L D L' is factored supernodally (an L L' in CHOLMOD's
- * supernodal layout, by dense blocks) and copied into the layout the
- * solves use.  Forced here on a 150 x 150 grid, whose halves and top the
- * factorization runs as the solves do: the solution agrees with the row-by-row factorization's and
+/* A large L D L' is factored supernodally (an L L' by dense blocks of
+ * columns that share their rows) and solved block by block.  Forced here
+ * on a 150 x 150 grid, whose halves and top the factorization and the
+ * solves run side by side: the solution agrees with the row-by-row factorization's and
  * solves A x = b, for the LU that made the analysis, for one sharing it
  * with other values, and after an indefinite matrix has sent one LU to
  * KLU. */
