@@ -654,6 +654,77 @@ static void test_super_dense(void)
     }
 }
 
+/* A random network (each of 4000 nodes joined to three others at random,
+ * conductances over six decades, 1 S to ground at each): no
+ * grid's regular supernodes, but the irregular ones AMD leaves (its L
+ * is large enough for the default to go supernodal too).  The
+ * supernodal factorization's solution solves A x = b and agrees with the
+ * row-by-row one's, for the LU that made the analysis and for one sharing
+ * it with another diagonal. */
+static void test_super_random(void)
+{
+    int n = 4000;
+    rng_state = 2026;
+    emn_sparse A;
+    emn_sparse_init(&A, n);
+    int *link = emn_xmalloc(3 * (size_t)n * sizeof *link);
+    for (int j = 0; j < n; j++) {
+        emn_sparse_reserve(&A, j, j);
+        for (int k = 0; k < 3; k++) {
+            int i = (int)(rnd() % (unsigned)n);
+            if (i == j) i = (j + 1) % n;
+            link[3 * j + k] = i;
+            emn_sparse_reserve(&A, i, j);
+            emn_sparse_reserve(&A, j, i);
+        }
+    }
+    emn_sparse_finalize(&A);
+    for (int p = 0; p < A.nnz; p++) A.Ax[p] = 0;
+    for (int j = 0; j < n; j++) {
+        A.Ax[emn_sparse_find(&A, j, j)] += 1;
+        for (int k = 0; k < 3; k++) {
+            int i = link[3 * j + k];
+            double g = pow(10, 3 * rnd_unit());
+            A.Ax[emn_sparse_find(&A, i, j)] -= g;
+            A.Ax[emn_sparse_find(&A, j, i)] -= g;
+            A.Ax[emn_sparse_find(&A, i, i)] += g;
+            A.Ax[emn_sparse_find(&A, j, j)] += g;
+        }
+    }
+    free(link);
+    double *b = emn_xmalloc((size_t)n * sizeof *b), *x = emn_xmalloc((size_t)n * sizeof *x);
+    double *y = emn_xmalloc((size_t)n * sizeof *y);
+    for (int i = 0; i < n; i++) b[i] = rnd_unit();
+    emn_lu *owner = emn_lu_new(), *other = emn_lu_new_sharing(owner);
+    emn_lu_set_super_flops(owner, 0);
+    for (int k = 0; k < 2; k++) {
+        emn_lu *lu = k ? other : owner, *plain = emn_lu_new();
+        emn_lu_set_super_flops(plain, INFINITY);       /* row by row, whatever its size */
+        memcpy(x, b, (size_t)n * sizeof *x);
+        memcpy(y, b, (size_t)n * sizeof *y);
+        bool good = emn_lu_factor(lu, &A, NULL) == 0 && emn_lu_solve(lu, x) == 0 &&
+                    emn_lu_factor(plain, &A, NULL) == 0 && emn_lu_solve(plain, y) == 0;
+        double res = residual(&A, x, b), diff = 0, big = 0;
+        for (int i = 0; i < n; i++) {
+            diff = fmax(diff, fabs(x[i] - y[i]));
+            big = fmax(big, fabs(y[i]));
+        }
+        const emn_lu_stats *st = emn_lu_get_stats(lu);
+        ok(good && st->super == 1 && emn_lu_get_stats(plain)->super == 0 && res < 1e-12 && diff <= 1e-9 * big,
+           "super: random network, %s, supernodal (%ld; %ld L D L', %ld KLU; row by row %ld, %ld): "
+           "||Ax-b||/||b|| = %.3g, %.3g from ldl_rows' x", k ? "a sharing LU" : "the analysis's LU", st->super,
+           st->ldl, st->factors, emn_lu_get_stats(plain)->ldl, emn_lu_get_stats(plain)->factors, res, diff / big);
+        emn_lu_free(&plain);
+        for (int j = 0; j < n; j++) A.Ax[emn_sparse_find(&A, j, j)] *= 1.5;     /* another step size */
+    }
+    emn_lu_free(&other);
+    emn_lu_free(&owner);
+    free(b);
+    free(x);
+    free(y);
+    emn_sparse_free(&A);
+}
+
 /* A matrix for KLU made of separate cells is factored and solved as two
  * groups of cells side by side, when there is a second core.  Cell k of
  * m joins coordinates k, m + k, 2m + k, ... (size of them) in a chain;
@@ -925,6 +996,7 @@ int main(void)
     test_halves();
     test_super();
     test_super_dense();
+    test_super_random();
     test_parts();
     test_tiny();
     test_large_build();
