@@ -884,8 +884,9 @@ int emn_integ_step(emn_integ *it, double tlimit)
     if (it->npast == 0) {
         h = fmin(it->o.hmax, fmin(it->next_bp, tlimit) - t) * (linear ? 0.1 : 1e-4);
         if (linear) h = ladder(it, h, true);
-    } else
+    } else {
         h = it->hnext;
+    }
     h = fmin(h, it->o.hmax);
     /* past a breakpoint, restart short and first order, as SPICE does
      * (a tenth of the step before the corner or of the way to the next
