@@ -1058,10 +1058,10 @@ static void ldl_half(void *arg, int h)
 /* C -= A B' for C m x nc (leading dimension ldc), A m x k (lda), B nc x k
  * (ldb), all by columns: the update a supernode's columns make to a later
  * one's, and to its own trailing columns.  Blocks of 8 rows by 4 columns
- * are summed over k in registers; the rest one by one.  Where the
- * compiler can, a second copy for CPUs with AVX2 and FMA is chosen when
- * the program starts. */
-#if defined(__GNUC__) && defined(__x86_64__) && defined(__has_attribute)
+ * are summed over k in registers; the rest one by one.  Built by GCC for
+ * x86-64, a second copy for CPUs with AVX2 and FMA is chosen when the
+ * program starts. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__has_attribute)
 #if __has_attribute(target_clones)
 #define EMN_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
 #endif
