@@ -1277,9 +1277,8 @@ static bool super_factor(ldl_pattern *pat, const emn_sparse *A, double *X, doubl
         int k1 = Super[t], nrow = Pi[t + 1] - Pi[t];
         for (int c = 0; c < Super[t + 1] - k1; c++) {
             int col = perm[k1 + c];
-            double d = X[Px[t] + (size_t)c * nrow + c], dj = d * d, akk = 0;
-            for (int p = A->Ap[col]; p < A->Ap[col + 1]; p++)
-                if (A->Ai[p] == col) akk = A->Ax[p];
+            int pd = emn_sparse_find(A, col, col);
+            double d = X[Px[t] + (size_t)c * nrow + c], dj = d * d, akk = pd >= 0 ? A->Ax[pd] : 0;
             if (!(dj > DBL_EPSILON * fabs(akk)) || !isfinite(dj)) return false;
             dlo = fmin(dlo, dj);
             dhi = fmax(dhi, dj);
