@@ -1364,7 +1364,7 @@ static void backward_cols(const ldl_pattern *pat, const double *Lx, const double
     const int *Lp = pat->Lp, *Li = pat->Li;
     for (int j = hi - 1; j >= lo; j--) {
         double x = y[j] * dinv[j];
-        for (int p = Lp[j], end = Lp[j + 1]; p < end; p++) x -= Lx[p] * y[Li[p]];
+        for (int p = Lp[j + 1] - 1, beg = Lp[j]; p >= beg; p--) x -= Lx[p] * y[Li[p]];
         y[j] = x;
     }
 }
@@ -1449,16 +1449,19 @@ static void super_backward(const super_solve *S, int s0, int s1, double *buf)
         for (int i = 0; i < nrow; i++) buf[i] = y[rows[i]];
         for (int c = ncol - 1; c >= 0; c--) {
             const double *x = X + (size_t)c * nrow;
-            /* four partial sums: one would wait on each add */
+            /* from the column's last row up, so that the whole block is
+             * read as one descending stream, which the processor fetches
+             * ahead (column by column upwards, each read downwards, it
+             * did not); four partial sums: one would wait on each add */
             double t0 = 0, t1 = 0, t2 = 0, t3 = 0;
-            int i = c + 1;
-            for (; i + 4 <= nrow; i += 4) {
-                t0 += x[i] * buf[i];
-                t1 += x[i + 1] * buf[i + 1];
-                t2 += x[i + 2] * buf[i + 2];
-                t3 += x[i + 3] * buf[i + 3];
+            int i = nrow;
+            for (; i - 4 > c; i -= 4) {
+                t0 += x[i - 1] * buf[i - 1];
+                t1 += x[i - 2] * buf[i - 2];
+                t2 += x[i - 3] * buf[i - 3];
+                t3 += x[i - 4] * buf[i - 4];
             }
-            for (; i < nrow; i++) t0 += x[i] * buf[i];
+            for (; i - 1 > c; i--) t0 += x[i - 1] * buf[i - 1];
             buf[c] = (buf[c] - ((t0 + t1) + (t2 + t3))) / x[c];
         }
         for (int c = 0; c < ncol; c++) y[k1 + c] = buf[c];
