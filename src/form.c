@@ -1882,6 +1882,7 @@ void emn_form_free(emn_form **pf)
         free(f->lin[q].slot); free(f->lin[q].val);
     }
     free(f->lin_split);
+    free(f->order_hint);
     free(f->need_int);
     emn_arena_free(&f->ar);
     free(f);

@@ -163,6 +163,11 @@ typedef struct emn_form {
      * halves' measured times say (lin_split, form.c). */
     int lin_mid;
     struct emn_lin_split *lin_split;
+    /* An order of the coordinates for eliminating the Newton matrix,
+     * left by the operating point's analysis of the circuit's reduced
+     * system (op.c), for the transient's to try (emn_lu_hint_order); or
+     * NULL */
+    int *order_hint;
     bool *need_int;     /* per source: its integral is used somewhere */
     int *nonlinear;     /* indices of nonlinear terms */
     int nnonlinear;

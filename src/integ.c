@@ -126,6 +126,7 @@ emn_integ *emn_integ_new(emn_form *f, const emn_integ_opts *o)
         }
     }
     it->lu = emn_lu_new();
+    if (f->order_hint) emn_lu_hint_order(it->lu, f->order_hint);
     /* each cached factorization costs memory in proportion to the
      * circuit: sixteen for small circuits, down to two at 10^6 unknowns to
      * begin with; cache_slot lets it grow once the size of a factorization

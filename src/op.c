@@ -138,8 +138,59 @@ static void opsys_init(opsys *o, emn_form *f)
     emn_lu_borrow(o->lu);       /* K keeps its pattern while o lives */
 }
 
+/* The reduced system's order of elimination, extended to all the
+ * coordinates, for the transient's Newton matrix (emn_form.order_hint):
+ * that matrix is M's with the stiff coordinates added.  One of those
+ * with a single neighbour in M (a pad between its coil and the grid) goes
+ * just before it, a leaf that makes no fill; one with more (a coil
+ * straight to a grid node) just after the last of them, so that
+ * eliminating it joins none of them to another.  Nothing where M's
+ * factorization has no order of its own (KLU's). */
+static void leave_order(opsys *o)
+{
+    const int *mperm = o->reduced ? emn_lu_order(o->mlu) : NULL;
+    if (!mperm) return;
+    int n = o->n, nn = o->M.n;
+    const emn_sparse *J = &o->f->J;
+    int *pos = emn_xmalloc((size_t)nn * sizeof(int) + 1);
+    for (int k = 0; k < nn; k++) pos[mperm[k]] = k;
+    /* sort keys: 2 pos + 2 for M's coordinate at pos; for a stiff one
+     * 2 pos + 1 (before pos) or 2 pos + 3 (after it); 0 with no
+     * neighbour in M */
+    int *key = emn_xmalloc((size_t)n * sizeof(int) + 1);
+    int *cnt = emn_xcalloc(2 * (size_t)nn + 4, sizeof(int));
+    for (int j = 0; j < n; j++) {
+        int r = o->red[j], k = 0;
+        if (r >= 0) {
+            k = 2 * pos[r] + 2;
+        } else {
+            int first = -1, last = -1, nb = 0;
+            for (int q = J->Ap[j]; q < J->Ap[j + 1]; q++) {
+                int i = o->red[J->Ai[q]];
+                if (i < 0) continue;
+                nb++;
+                if (first < 0 || pos[i] < first) first = pos[i];
+                if (pos[i] > last) last = pos[i];
+            }
+            if (nb == 1) k = 2 * first + 1;
+            else if (nb > 1) k = 2 * last + 3;
+        }
+        key[j] = k;
+        cnt[k + 1]++;
+    }
+    for (int k = 0; k < 2 * nn + 3; k++) cnt[k + 1] += cnt[k];
+    int *order = emn_xmalloc((size_t)n * sizeof(int) + 1);
+    for (int j = 0; j < n; j++) order[cnt[key[j]]++] = j;
+    free(o->f->order_hint);
+    o->f->order_hint = order;
+    free(pos);
+    free(key);
+    free(cnt);
+}
+
 static void opsys_free(opsys *o)
 {
+    leave_order(o);
     emn_sparse_free(&o->K);
     free(o->kz); free(o->kw); free(o->k2); free(o->kdiag2); free(o->kdiag1);
     free(o->Pz); free(o->Pw); free(o->Fz); free(o->Fw);

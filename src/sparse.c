@@ -245,6 +245,7 @@ struct emn_lu {
     bool use_ldl;               /* the valid factorization is Lx, not num */
     bool ldl_failed;            /* not positive definite once: KLU from then on */
     double super_flops;         /* the owner's: from this size of L D L' on, supernodal */
+    const int *hint;            /* the owner's: an order to try instead of METIS's, or NULL */
     /* A matrix for KLU made of many small pieces that no entry joins (an
      * array of separate cells) is factored and solved as two groups of
      * them, side by side (par.h): part[h] holds group h's.  The grouping
@@ -756,11 +757,12 @@ static double planned_lnz(const cholmod_factor *sym)
 
 /* CHOLMOD's analysis in the order perm as given: not AMD's again, nor
  * postordered.  NULL if it fails. */
-static cholmod_factor *analyze_given(cholmod_sparse *S, cholmod_common *cc, int *perm)
+static cholmod_factor *analyze_given(cholmod_sparse *S, cholmod_common *cc, const int *perm)
 {
     cc->method[0].ordering = CHOLMOD_GIVEN;
     cc->postorder = 0;
-    cholmod_factor *given = cholmod_analyze_p(S, perm, NULL, 0, cc);
+    /* CHOLMOD reads perm only; its prototype does not say so */
+    cholmod_factor *given = cholmod_analyze_p(S, (int *)perm, NULL, 0, cc);
     cholmod_memory(cc);
     cc->method[0].ordering = CHOLMOD_AMD;
     cc->postorder = 1;
@@ -797,19 +799,27 @@ static cholmod_factor *bisected(cholmod_sparse *S, cholmod_common *cc, double ln
  * into 37.4 million entries of L and 1.5e10 flops instead of 42.4 million
  * and 1.88e10, and of 10^5 into 2.77 instead of 3.10 million.  Its
  * analysis costs several of AMD's, so it is tried only where L is large
- * and AMD's fill high; the analysis with the smaller L is kept. */
+ * and AMD's fill high; the analysis with the smaller L is kept.  Given a
+ * hint (emn_lu_hint_order), that order is tried instead of METIS's. */
 #define EMN_ND_MIN_LNZ 1e6
 #define EMN_ND_MIN_FILL 4.0
 
-static cholmod_factor *dissected(cholmod_sparse *S, cholmod_common *cc, cholmod_factor *amd, double *lnz)
+static cholmod_factor *dissected(cholmod_sparse *S, cholmod_common *cc, cholmod_factor *amd, double *lnz,
+                                 const int *hint, bool *hinted)
 {
+    *hinted = false;
 #if defined(HAVE_CHOLMOD_BISECT)
     double upper_nnz = 0.5 * ((double)S->nzmax + (double)S->nrow);
     if (*lnz < EMN_ND_MIN_LNZ || *lnz < EMN_ND_MIN_FILL * upper_nnz) return amd;
-    cc->method[0].ordering = CHOLMOD_METIS;
-    cholmod_factor *nd = cholmod_analyze(S, cc);
-    cholmod_memory(cc);
-    cc->method[0].ordering = CHOLMOD_AMD;
+    cholmod_factor *nd;
+    if (hint) {
+        nd = analyze_given(S, cc, hint);
+    } else {
+        cc->method[0].ordering = CHOLMOD_METIS;
+        nd = cholmod_analyze(S, cc);
+        cholmod_memory(cc);
+        cc->method[0].ordering = CHOLMOD_AMD;
+    }
     if (!nd) return amd;
     double nd_lnz = planned_lnz(nd);
     if (nd_lnz >= *lnz) {
@@ -818,9 +828,10 @@ static cholmod_factor *dissected(cholmod_sparse *S, cholmod_common *cc, cholmod_
     }
     cholmod_free_factor(&amd, cc);
     *lnz = nd_lnz;
+    *hinted = hint != NULL;
     return nd;
 #else
-    (void)S; (void)cc; (void)lnz;      /* a CHOLMOD without its partition module */
+    (void)S; (void)cc; (void)lnz; (void)hint;     /* a CHOLMOD without its partition module */
     return amd;
 #endif
 }
@@ -926,7 +937,9 @@ static ldl_pattern *analyze_ldl(emn_lu *o, const emn_sparse *A)
     if (!sym) return NULL;
     int n = A->n, n0 = 0, t0 = 0;
     double lnz = planned_lnz(sym);
-    sym = dissected(&S, cc, sym, &lnz);
+    bool hinted;
+    sym = dissected(&S, cc, sym, &lnz, o->hint, &hinted);
+    if (hinted) o->stats.hinted++;
     if (lnz >= EMN_LDL_HALVES_MIN) {
         int *perm = emn_xmalloc(((size_t)n + 1) * sizeof(int));
         bool split = plan_halves(A, sym, perm, &n0, &t0);
@@ -2155,6 +2168,17 @@ void emn_lu_set_super_flops(emn_lu *lu, double flops)
 const emn_lu_stats *emn_lu_get_stats(const emn_lu *lu)
 {
     return &lu->stats;
+}
+
+void emn_lu_hint_order(emn_lu *lu, const int *hint)
+{
+    lu->hint = hint;
+}
+
+const int *emn_lu_order(const emn_lu *lu)
+{
+    const emn_lu *o = lu->share ? lu->share : lu;
+    return o->pat ? o->pat->perm : NULL;
 }
 
 void emn_lu_free(emn_lu **plu)

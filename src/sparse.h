@@ -73,6 +73,7 @@ typedef struct emn_lu_stats {
     long super_halves;      /* of those, made in two halves side by side */
     long parts;             /* KLU factorizations made as two independent groups (sparse.c) */
     long tiny;              /* factorizations made as small dense blocks (sparse.c) */
+    long hinted;            /* L D L' analyses made in the order hinted (emn_lu_hint_order) */
 } emn_lu_stats;
 
 emn_lu *emn_lu_new(void);
@@ -109,6 +110,16 @@ void emn_lu_set_super_flops(emn_lu *lu, double flops);
  * a copy of the pattern and values, which for an operating point's
  * matrix of 10^5 to 10^7 entries is memory first touched for nothing. */
 void emn_lu_borrow(emn_lu *lu);
+/* Before the first factorization, on the LU that makes the analysis: an
+ * order of the columns (hint[k]: the k-th eliminated) to try where nested
+ * dissection would be (a large L D L' that AMD's order fills many times
+ * over), kept if it leaves less fill than AMD's.  An operating point's
+ * order of the same circuit spares the transient a METIS run.  hint must
+ * stay as it is while lu lives. */
+void emn_lu_hint_order(emn_lu *lu, const int *hint);
+/* The order of lu's L D L' analysis (perm[k]: the k-th column
+ * eliminated), or NULL if it has none (KLU's). */
+const int *emn_lu_order(const emn_lu *lu);
 /* Bytes KLU holds for this LU's factorization (and analysis, if its own). */
 size_t emn_lu_bytes(const emn_lu *lu);
 void emn_lu_free(emn_lu **lu);

@@ -71,7 +71,9 @@ static double rv(int r, int c) { return 0.04 + 0.01 * ((r * 3 + c * 5) % 4); }
 static double load(int r, int c) { return (r * G + c) % 3 == 0 ? 1e-3 * (1 + (r + c) % 4) : 0; }
 static int pad(int r, int c) { return r % 3 == 1 && c % 3 == 1; }
 
-static char *grid_deck(void)
+/* With `leaf`, a pad is a node of its own, p<r>_<c>, joined to its grid
+ * node by 0.25 ohm (as in bench/gen/rlcmesh.awk). */
+static char *grid_deck(bool leaf)
 {
     emn_buf b = {0};
     emn_buf_puts(&b, "pad grid\nV1 vdd 0 1.8\n");
@@ -81,7 +83,10 @@ static char *grid_deck(void)
             if (r + 1 < G) emn_buf_printf(&b, "Rv%d_%d n%d_%d n%d_%d %.17g\n", r, c, r, c, r + 1, c, rv(r, c));
             emn_buf_printf(&b, "C%d_%d n%d_%d 0 20f\n", r, c, r, c);
             if (load(r, c) > 0) emn_buf_printf(&b, "I%d_%d n%d_%d 0 %.17g\n", r, c, r, c, load(r, c));
-            if (pad(r, c)) emn_buf_printf(&b, "L%d_%d n%d_%d vdd 1n\n", r, c, r, c);
+            if (pad(r, c) && leaf)
+                emn_buf_printf(&b, "Rp%d_%d n%d_%d p%d_%d 0.25\nL%d_%d p%d_%d vdd 1n\n", r, c, r, c, r, c, r, c, r, c);
+            else if (pad(r, c))
+                emn_buf_printf(&b, "L%d_%d n%d_%d vdd 1n\n", r, c, r, c);
         }
     emn_buf_puts(&b, ".op\n.end\n");
     return b.v;
@@ -164,7 +169,7 @@ static void done(emn_form *f, emn_circuit *c, double *z, double *w)
  * the nodal analysis. */
 static void grid_case(void)
 {
-    char *deck = grid_deck();
+    char *deck = grid_deck(false);
     emn_circuit *c;
     double *z, *w;
     emn_form *f = op_of(deck, EMN_FORM_FLUX, "grid", &c, &z, &w);
@@ -184,6 +189,57 @@ static void grid_case(void)
         }
     ok(found == G * G, "every grid node is a coordinate (%d)", found);
     ok(worst < 1e-12, "grid node voltages match the nodal analysis (worst %.3g V)", worst);
+    done(f, c, z, w);
+}
+
+/* The order of elimination the operating point leaves for the
+ * transient's matrix (emn_form.order_hint, from its reduced system's
+ * analysis): a permutation of the coordinates in which a pad node with
+ * one neighbour in the grid comes just before it (a leaf: no fill), and a
+ * grid node with a coil of its own just after the last of its grid
+ * neighbours. */
+static void order_case(bool leaf)
+{
+    const char *what = leaf ? "order, pads as leaves" : "order, coils at grid nodes";
+    char *deck = grid_deck(leaf);
+    emn_circuit *c;
+    double *z, *w;
+    emn_form *f = op_of(deck, EMN_FORM_FLUX, what, &c, &z, &w);
+    free(deck);
+    if (!f) return;
+    int n = f->n, *pos = malloc((size_t)n * sizeof(int)), bad = 0, pads = 0;
+    for (int j = 0; j < n; j++) pos[j] = -1;
+    bool perm = f->order_hint != NULL;
+    for (int k = 0; perm && k < n; k++) {
+        int j = f->order_hint[k];
+        perm = j >= 0 && j < n && pos[j] < 0;
+        if (perm) pos[j] = k;
+    }
+    ok(perm, "%s: the operating point leaves a permutation of the %d coordinates", what, n);
+    for (int r = 0; perm && r < G; r++)
+        for (int cc = 0; cc < G; cc++) {
+            if (!pad(r, cc)) continue;
+            char name[32];
+            snprintf(name, sizeof name, leaf ? "p%d_%d" : "n%d_%d", r, cc);
+            int j = coord_of(c, f, name);
+            pads++;
+            if (leaf) {
+                snprintf(name, sizeof name, "n%d_%d", r, cc);
+                int i = coord_of(c, f, name);
+                bad += j < 0 || i < 0 || pos[j] + 1 != pos[i];
+                continue;
+            }
+            int nb[4][2] = {{r, cc + 1}, {r, cc - 1}, {r + 1, cc}, {r - 1, cc}};
+            for (int k = 0; k < 4; k++) {
+                if (nb[k][0] < 0 || nb[k][1] < 0 || nb[k][0] >= G || nb[k][1] >= G) continue;
+                snprintf(name, sizeof name, "n%d_%d", nb[k][0], nb[k][1]);
+                int i = coord_of(c, f, name);
+                bad += j < 0 || i < 0 || pos[j] < pos[i];
+            }
+        }
+    ok(perm && pads == 4 && bad == 0, "%s: each of the %d pads %s (%d misplaced)", what, pads,
+       leaf ? "just before its grid node" : "after its grid neighbours", bad);
+    free(pos);
     done(f, c, z, w);
 }
 
@@ -207,6 +263,8 @@ static void spring_case(emn_form_kind kind, const char *what)
 int main(void)
 {
     grid_case();
+    order_case(true);
+    order_case(false);
     spring_case(EMN_FORM_CHARGE, "spring, charge");
     spring_case(EMN_FORM_FLUX, "spring, flux");
     emn_diag_free(&d);

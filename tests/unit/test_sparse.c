@@ -595,6 +595,56 @@ static void test_super(void)
     emn_sparse_free(&A);
 }
 
+/* An order hinted for a large grid (emn_lu_hint_order), where METIS
+ * would otherwise be run: the order an analysis of the same grid chose is
+ * taken (the same fill, the same bytes) and solves it; the natural order,
+ * row after row of the grid, fills far more than AMD's and is not. */
+static void test_hint(void)
+{
+    emn_sparse A;
+    network(&A, 250, 1.0, 99);
+    int n = A.n;
+    double *b = emn_xmalloc((size_t)n * sizeof *b), *x = emn_xmalloc((size_t)n * sizeof *x);
+    int *order = emn_xmalloc((size_t)n * sizeof *order), *natural = emn_xmalloc((size_t)n * sizeof *natural);
+    for (int i = 0; i < n; i++) b[i] = rnd_unit();
+    emn_lu *plain = emn_lu_new();
+    memcpy(x, b, (size_t)n * sizeof *x);
+    bool good = emn_lu_factor(plain, &A, NULL) == 0 && emn_lu_solve(plain, x) == 0;
+    const int *chosen = emn_lu_order(plain);
+    ok(good && chosen && emn_lu_get_stats(plain)->ldl == 1 && emn_lu_get_stats(plain)->hinted == 0,
+       "hint: a 250 x 250 grid is factored L D L' in an order of its own");
+    if (!chosen) {
+        emn_lu_free(&plain);
+        goto out;
+    }
+    memcpy(order, chosen, (size_t)n * sizeof *order);
+    size_t bytes = emn_lu_bytes(plain);
+    emn_lu_free(&plain);
+    for (int k = 0; k < n; k++) natural[k] = k;
+    for (int k = 0; k < 2; k++) {
+        emn_lu *lu = emn_lu_new();
+        emn_lu_hint_order(lu, k ? natural : order);
+        const emn_lu_stats *st = emn_lu_get_stats(lu);
+        memcpy(x, b, (size_t)n * sizeof *x);
+        good = emn_lu_factor(lu, &A, NULL) == 0 && emn_lu_solve(lu, x) == 0;
+        double res = residual(&A, x, b);
+        if (!k)
+            ok(good && st->ldl == 1 && st->hinted == 1 && emn_lu_bytes(lu) == bytes && res < 1e-12,
+               "hint: the order chosen before is taken (%ld), %zu bytes as before (%zu), ||Ax-b||/||b|| = %.3g",
+               st->hinted, emn_lu_bytes(lu), bytes, res);
+        else
+            ok(good && st->ldl == 1 && st->hinted == 0 && res < 1e-12,
+               "hint: the grid's natural order is not taken (%ld), ||Ax-b||/||b|| = %.3g", st->hinted, res);
+        emn_lu_free(&lu);
+    }
+out:
+    free(b);
+    free(x);
+    free(order);
+    free(natural);
+    emn_sparse_free(&A);
+}
+
 /* Dense symmetric positive definite matrices (diagonally dominant,
  * random couplings) of sizes that are not multiples of the supernodal
  * factorization's blocks (8 rows by 4 columns, panels of 32): one
@@ -994,6 +1044,7 @@ int main(void)
     test_ldl();
     test_halves();
     test_super();
+    test_hint();
     test_super_dense();
     test_super_random();
     test_parts();
