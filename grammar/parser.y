@@ -62,7 +62,7 @@ static void yyerror(emn_loc *loc, yyscan_t scanner, emn_build *b, emn_scan *scan
 
 %union {
     emn_field *field;
-    emn_flist flist;
+    emn_flist *flist;   /* a pointer: see emn_build_arg */
     const emn_expr *expr;
     emn_exprlist *elist;
 }
@@ -118,14 +118,14 @@ atom:
 ;
 
 args:
-    %empty                          { $$ = (emn_flist){0}; }
+    %empty                          { $$ = NULL; }
 |   arglist                         { $$ = $1; }
 ;
 
 arglist:
-    field                           { $$ = emn_build_flist_add(b, (emn_flist){0}, $1); }
-|   arglist field                   { $$ = emn_build_flist_add(b, $1, $2); }
-|   arglist ',' field               { $$ = emn_build_flist_add(b, $1, $3); }
+    field                           { $$ = emn_build_arg(b, NULL, $1); }
+|   arglist field                   { $$ = emn_build_arg(b, $1, $2); }
+|   arglist ',' field               { $$ = emn_build_arg(b, $1, $3); }
 ;
 
 qexpr:

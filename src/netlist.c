@@ -510,11 +510,11 @@ emn_field *emn_build_exprfield(emn_build *b, const emn_expr *e, emn_loc loc)
     return f;
 }
 
-emn_field *emn_build_callfield(emn_build *b, emn_loc name, emn_flist args)
+emn_field *emn_build_callfield(emn_build *b, emn_loc name, const emn_flist *args)
 {
     emn_field *f = new_field(b, EMN_FIELD_CALL, name);
-    f->args = args.head;
-    f->nargs = args.n;
+    f->args = args ? args->head : NULL;
+    f->nargs = args ? args->n : 0;
     return f;
 }
 
@@ -533,6 +533,16 @@ emn_flist emn_build_flist_add(emn_build *b, emn_flist l, emn_field *f)
     else l.head = f;
     l.tail = f;
     l.n++;
+    return l;
+}
+
+emn_flist *emn_build_arg(emn_build *b, emn_flist *l, emn_field *f)
+{
+    if (!l) {
+        l = emn_arena_alloc(b->tmp, sizeof *l);
+        *l = (emn_flist){0};
+    }
+    *l = emn_build_flist_add(b, *l, f);
     return l;
 }
 
