@@ -45,18 +45,31 @@ static inline double min_num(double a, double b) { return a < b || isnan(b) ? a 
  * Momenta (flux linkages of loops, charges of nodes, mechanical momenta)
  * do have a meaningful size.  Electrical tolerances are set once;
  * mechanical ones follow the peaks (mech_tolerances). */
+enum { T_W, T_RES, T_ZY, T_ZD, T_PY, T_PD };     /* etol's order */
+
+/* The electrical coordinates are all of one kind, loops in the charge
+ * formulation and nodes in the flux one: one set of tolerances, in
+ * etol's order, serves them all. */
 static void set_tolerances(emn_integ *it)
 {
     const emn_integ_opts *o = &it->o;
-    for (int j = 0; j < it->f->ne; j++) {
-        if (it->f->coord[j].kind == EMN_COORD_LOOP) {
-            it->tol_zy[j] = o->reltol * o->chgtol; it->tol_zd[j] = o->abstol;      /* C, A */
-            it->tol_py[j] = 0; it->tol_pd[j] = o->vntol;                           /* V s, V */
-        } else {
-            it->tol_zy[j] = 0; it->tol_zd[j] = o->vntol;                           /* V s, V */
-            it->tol_py[j] = o->reltol * o->chgtol; it->tol_pd[j] = o->abstol;      /* C, A */
-        }
+    double *t = it->etol;
+    if (it->f->kind == EMN_FORM_CHARGE) {
+        t[T_W] = o->abstol; t[T_RES] = o->vntol;                                /* A; V */
+        t[T_ZY] = o->reltol * o->chgtol; t[T_ZD] = o->abstol;                   /* C, A */
+        t[T_PY] = 0; t[T_PD] = o->vntol;                                        /* V s, V */
+    } else {
+        t[T_W] = o->vntol; t[T_RES] = o->abstol;                                /* V; A */
+        t[T_ZY] = 0; t[T_ZD] = o->vntol;                                        /* V s, V */
+        t[T_PY] = o->reltol * o->chgtol; t[T_PD] = o->abstol;                   /* C, A */
     }
+}
+
+/* Where [j0, j1) stops being electrical coordinates. */
+static int etol_end(const emn_integ *it, int j0, int j1)
+{
+    int ne = it->f->ne;
+    return ne < j0 ? j0 : ne > j1 ? j1 : ne;
 }
 
 static void mech_tolerances(emn_integ *it, int j0, int j1)
@@ -118,13 +131,7 @@ emn_integ *emn_integ_new(emn_form *f, const emn_integ_opts *o)
     it->tol_pd = emn_xcalloc(sz, sizeof(double));
     set_tolerances(it);
     mech_tolerances(it, 0, n);
-    for (int j = 0; j < n; j++) {
-        switch (f->coord[j].kind) {
-        case EMN_COORD_LOOP: it->w_abs[j] = o->abstol; it->res_abs[j] = o->vntol; break;     /* A; V */
-        case EMN_COORD_NODE: it->w_abs[j] = o->vntol; it->res_abs[j] = o->abstol; break;     /* V; A */
-        default: it->w_abs[j] = it->res_abs[j] = 1e-30; break;
-        }
-    }
+    for (int j = f->ne; j < n; j++) it->w_abs[j] = it->res_abs[j] = 1e-30;
     it->lu = emn_lu_new();
     if (f->order_hint) emn_lu_hint_order(it->lu, f->order_hint);
     /* each cached factorization costs memory in proportion to the
@@ -389,6 +396,43 @@ typedef struct sweep {
     double norm[2];         /* SW_UPDATE, per half: largest |dw| over its tolerance */
 } sweep;
 
+/* SW_RESIDUAL over [j0, j1), with absolute tolerances ra[j * as] (as = 0:
+ * one for all): the first non-finite coordinate, or -1; *ok cleared if
+ * one is out of tolerance. */
+static inline int residual_run(const sweep *S, int j0, int j1, const double *ra, int as, bool *ok)
+{
+    const emn_integ *it = S->it;
+    const double *p = it->ptry, *F = it->Ftry, *hp = S->hp, *sc = it->scale;
+    double *dw = it->dw, a = S->a, rt = it->o.reltol;
+    for (int j = j0; j < j1; j++) {
+        double ap = a * p[j];
+        dw[j] = ap + hp[j] - F[j];
+        double tol = rt * (fabs(ap) + fabs(hp[j]) + fabs(sc[j])) + ra[j * as];
+        if (!isfinite(dw[j])) return j;
+        if (fabs(dw[j]) > tol) *ok = false;
+    }
+    return -1;
+}
+
+/* SW_UPDATE over [j0, j1), with absolute tolerances wa[j * as]: the first
+ * non-finite coordinate, or -1; *norm raised to the largest update over
+ * its tolerance. */
+static inline int update_run(const sweep *S, int j0, int j1, const double *wa, int as, double *norm)
+{
+    const emn_integ *it = S->it;
+    double *w = it->wtry, *z = it->ztry, ia = S->ia, rt = it->o.reltol;
+    const double *dw = it->dw, *hz = S->hz;
+    for (int j = j0; j < j1; j++) {
+        double wn = w[j] - dw[j];
+        if (!isfinite(wn)) return j;
+        double r = fabs(dw[j]) / (rt * max_num(fabs(wn), fabs(w[j])) + wa[j * as]);
+        if (r > *norm) *norm = r;
+        w[j] = wn;
+        z[j] = (wn - hz[j]) * ia;
+    }
+    return -1;
+}
+
 static void sweep_half(void *arg, int h)
 {
     sweep *S = arg;
@@ -396,7 +440,7 @@ static void sweep_half(void *arg, int h)
     int j0, j1;
     half_range(it, h, &j0, &j1);
     /* locals, so that the stores are not taken to change them */
-    double *w = it->wtry, *z = it->ztry, *dw = it->dw, a = S->a, ia = S->ia, rt = it->o.reltol;
+    double *w = it->wtry, *z = it->ztry, *dw = it->dw, a = S->a, ia = S->ia;
     const double *p = it->ptry, *F = it->Ftry, *hz = S->hz, *hp = S->hp;
     bool ok = true;
     int bad = -1;
@@ -421,33 +465,16 @@ static void sweep_half(void *arg, int h)
         for (int j = j0; j < j1; j++) z[j] = (w[j] - hz[j]) * ia;
         break;
     case SW_RESIDUAL: {
-        const double *sc = it->scale, *ra = it->res_abs;
-        for (int j = j0; j < j1; j++) {
-            double ap = a * p[j];
-            dw[j] = ap + hp[j] - F[j];
-            double tol = rt * (fabs(ap) + fabs(hp[j]) + fabs(sc[j])) + ra[j];
-            if (!isfinite(dw[j])) {
-                bad = j;
-                break;
-            }
-            if (fabs(dw[j]) > tol) ok = false;
-        }
+        int je = etol_end(it, j0, j1);
+        bad = residual_run(S, j0, je, &it->etol[T_RES], 0, &ok);
+        if (bad < 0) bad = residual_run(S, je, j1, it->res_abs, 1, &ok);
         break;
     }
     case SW_UPDATE: {
-        const double *wa = it->w_abs;
+        int je = etol_end(it, j0, j1);
         double norm = 0;
-        for (int j = j0; j < j1; j++) {
-            double wn = w[j] - dw[j];
-            if (!isfinite(wn)) {
-                bad = j;
-                break;
-            }
-            double r = fabs(dw[j]) / (rt * max_num(fabs(wn), fabs(w[j])) + wa[j]);
-            if (r > norm) norm = r;
-            w[j] = wn;
-            z[j] = (wn - hz[j]) * ia;
-        }
+        bad = update_run(S, j0, je, &it->etol[T_W], 0, &norm);
+        if (bad < 0) bad = update_run(S, je, j1, it->w_abs, 1, &norm);
         ok = norm <= 1;
         S->norm[h] = norm;
         break;
@@ -562,65 +589,78 @@ typedef struct lte_job {
     int worst[2][2];
 } lte_job;
 
+/* Pass `pass` (z's, then p's) of the error test over coordinates [j0,
+ * j1), with the tolerances of their values ay[j * as] and rates
+ * ad[j * as] (as = 0: one for all): *err and *worst raised to its largest
+ * ratio and where it is. */
+static inline void lte_run(const lte_job *L, int pass, int j0, int j1, const double *ay, const double *ad, int as,
+                           double *err, int *worst)
+{
+    const emn_integ *it = L->it;
+    const step_formula *s = L->s;
+    double h = L->h, k1 = L->k1, k2 = L->k2, rt = it->o.reltol;
+    const double *y = pass ? it->ptry : it->ztry, *y1 = pass ? it->p[0] : it->z[0];
+    const double *d = pass ? it->Ftry : it->wtry, *d1 = pass ? it->F[0] : it->w[0];
+    if (it->have_right) d1 = pass ? it->F_right : it->w_right;      /* past a breakpoint */
+    const double *d2 = pass ? it->F[1] : it->w[1];
+    /* a momentum's rate F is a sum that cancels (Kirchhoff's current
+     * law at a node without capacitance): the Newton iteration fixes
+     * it only to reltol of the terms summed, so its error test is
+     * measured against them too */
+    const double *sc = pass ? it->scale : NULL;
+    /* A first-order step's estimate for z, h/2 |w - w1|, is the
+     * change of the velocity over the step: for a cyclic coordinate
+     * (nothing depends on its value, emn_form_z_used) that is no error
+     * of anything, and after a corner it would hold the restart to
+     * steps over which no node voltage moves by more than reltol.
+     * On any step, a cyclic coordinate without inertia (a node with no
+     * capacitor and no inductor, a loop with no inductor) has no error
+     * of its own to measure: its velocity is algebraic, set at each
+     * time by the coordinates that do have inertia, whose errors are
+     * measured.  What its z test would see is the trapezoidal rule's
+     * undamped alternation of an algebraic velocity after a
+     * first-order step (a loop of a resistor and a moving coil, whose
+     * current follows the coil's velocity): an error that does not
+     * shrink with the step, so the test would cut the step to nothing,
+     * as SPICE, which tests only capacitors' and inductors' states,
+     * does not. */
+    for (int j = j0; j < j1; j++) {
+        if (!pass && !it->zused[j] && (s->order == 1 || !it->inertia[j])) continue;
+        double est = fabs(k1 * (d[j] - d1[j]) - (k2 != 0 ? k2 * (d1[j] - d2[j]) : 0));
+        double dscale = fabs(d[j]) > fabs(d1[j]) ? fabs(d[j]) : fabs(d1[j]);
+        if (sc && sc[j] > dscale) dscale = sc[j];
+        double ty = ay[j * as];
+        if (pass) ty += rt * (fabs(y[j]) > fabs(y1[j]) ? fabs(y[j]) : fabs(y1[j]));
+        /* on a restart's first-order step, whose error is O(h)
+         * against the motion test (h^2/2 dw/dt over h |w|), a
+         * coordinate read only as an inductor's flux or a
+         * capacitor's charge may also err by reltol of that branch,
+         * SPICE's measure: it comes once per breakpoint and does not
+         * pile up with the steps (on every step it would: a series
+         * RLC at reltol 1e-6 drifted 1.2e-4 of its peak) */
+        else if (s->order == 1 && it->vs_ptr[j + 1] > it->vs_ptr[j]) ty += rt * coord_size(it, j);
+        double td = h * (rt * dscale + ad[j * as]);
+        double tol = ty > td ? ty : td;     /* > 0: every ad is */
+        if (est > *err * tol) {
+            *err = est / tol;
+            *worst = j;
+        }
+    }
+}
+
 static void lte_half(void *arg, int half)
 {
     lte_job *L = arg;
     const emn_integ *it = L->it;
-    const step_formula *s = L->s;
-    double h = L->h, k1 = L->k1, k2 = L->k2, rt = it->o.reltol;
     int j0, j1;
     half_range(it, half, &j0, &j1);
+    int je = etol_end(it, j0, j1);
     for (int pass = 0; pass < 2; pass++) {
         double err = 0;
         int worst = -1;
-        const double *y = pass ? it->ptry : it->ztry, *y1 = pass ? it->p[0] : it->z[0];
-        const double *d = pass ? it->Ftry : it->wtry, *d1 = pass ? it->F[0] : it->w[0];
-        if (it->have_right) d1 = pass ? it->F_right : it->w_right;      /* past a breakpoint */
-        const double *d2 = pass ? it->F[1] : it->w[1];
         const double *ay = pass ? it->tol_py : it->tol_zy, *ad = pass ? it->tol_pd : it->tol_zd;
-        /* a momentum's rate F is a sum that cancels (Kirchhoff's current
-         * law at a node without capacitance): the Newton iteration fixes
-         * it only to reltol of the terms summed, so its error test is
-         * measured against them too */
-        const double *sc = pass ? it->scale : NULL;
-        /* A first-order step's estimate for z, h/2 |w - w1|, is the
-         * change of the velocity over the step: for a cyclic coordinate
-         * (nothing depends on its value, emn_form_z_used) that is no error
-         * of anything, and after a corner it would hold the restart to
-         * steps over which no node voltage moves by more than reltol.
-         * On any step, a cyclic coordinate without inertia (a node with no
-         * capacitor and no inductor, a loop with no inductor) has no error
-         * of its own to measure: its velocity is algebraic, set at each
-         * time by the coordinates that do have inertia, whose errors are
-         * measured.  What its z test would see is the trapezoidal rule's
-         * undamped alternation of an algebraic velocity after a
-         * first-order step (a loop of a resistor and a moving coil, whose
-         * current follows the coil's velocity): an error that does not
-         * shrink with the step, so the test would cut the step to nothing,
-         * as SPICE, which tests only capacitors' and inductors' states,
-         * does not. */
-        for (int j = j0; j < j1; j++) {
-            if (!pass && !it->zused[j] && (s->order == 1 || !it->inertia[j])) continue;
-            double est = fabs(k1 * (d[j] - d1[j]) - (k2 != 0 ? k2 * (d1[j] - d2[j]) : 0));
-            double dscale = fabs(d[j]) > fabs(d1[j]) ? fabs(d[j]) : fabs(d1[j]);
-            if (sc && sc[j] > dscale) dscale = sc[j];
-            double ty = ay[j];
-            if (pass) ty += rt * (fabs(y[j]) > fabs(y1[j]) ? fabs(y[j]) : fabs(y1[j]));
-            /* on a restart's first-order step, whose error is O(h)
-             * against the motion test (h^2/2 dw/dt over h |w|), a
-             * coordinate read only as an inductor's flux or a
-             * capacitor's charge may also err by reltol of that branch,
-             * SPICE's measure: it comes once per breakpoint and does not
-             * pile up with the steps (on every step it would: a series
-             * RLC at reltol 1e-6 drifted 1.2e-4 of its peak) */
-            else if (s->order == 1 && it->vs_ptr[j + 1] > it->vs_ptr[j]) ty += rt * coord_size(it, j);
-            double td = h * (rt * dscale + ad[j]);
-            double tol = ty > td ? ty : td;     /* > 0: every ad is */
-            if (est > err * tol) {
-                err = est / tol;
-                worst = j;
-            }
-        }
+        lte_run(L, pass, j0, je, &it->etol[pass ? T_PY : T_ZY], &it->etol[pass ? T_PD : T_ZD], 0, &err, &worst);
+        lte_run(L, pass, je, j1, ay, ad, 1, &err, &worst);
         L->err[pass][half] = err;
         L->worst[pass][half] = worst;
     }

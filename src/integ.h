@@ -84,8 +84,13 @@ typedef struct emn_integ {
     double *peak;           /* running max |z|, |p|, |w|, |F| of the mechanical
                                coordinates (four runs of n - ne), for their tolerances */
     double *src_next;       /* per source, its next breakpoint after the last asked for */
-    double *w_abs, *res_abs;    /* absolute tolerances of each velocity and residual */
-    double *tol_zy, *tol_zd, *tol_py, *tol_pd;  /* of z, p and their rates (set_tolerances) */
+    /* The mechanical coordinates' absolute tolerances of each velocity
+     * and residual, and of z, p and their rates (set_tolerances), from
+     * ne on; the electrical ones have one set, etol, in that order: a
+     * pass over a large circuit then streams no arrays of one value. */
+    double *w_abs, *res_abs;
+    double *tol_zy, *tol_zd, *tol_py, *tol_pd;
+    double etol[6];
     /* where the passes over the coordinates split in two (integ.c:
      * in_halves); apart, so that the passes of a const integrator can
      * time their halves */
