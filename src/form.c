@@ -2255,6 +2255,11 @@ int emn_form_jacobian_last(emn_form *f, double a)
 
 bool emn_form_is_linear(const emn_form *f) { return f->nnonlinear == 0; }
 
+bool emn_form_rest_is_time(const emn_form *f)
+{
+    return f->nnonlinear == 0 && f->lin[0].nnz == 0 && f->lin[2].nnz == 0;
+}
+
 /* Whether a template's L, D or P depends on slot a's value (local a;
  * locals 0..m-1 are the slots' values, m..2m-1 their rates). */
 static bool reads_value(const emn_tmpl *t, int a)

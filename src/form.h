@@ -232,6 +232,10 @@ int emn_form_eval(emn_form *f, const double *z, const double *w, double *p, doub
 /* A linear formulation's p and F at (z, w = 0) and the time last set:
  * cheaper than emn_form_eval, for the right-hand side of a linear step. */
 void emn_form_eval_rest(const emn_form *f, const double *z, double *p, double *F);
+/* Whether that is the time parts alone, pt and ft (no linear term's p or
+ * F reads a coordinate's value: a circuit without inductors, springs or
+ * position-dependent sources). */
+bool emn_form_rest_is_time(const emn_form *f);
 
 /* Fill f->J.Ax with the Newton matrix for leading coefficient a. */
 int emn_form_jacobian(emn_form *f, const double *z, const double *w, double a);

@@ -273,6 +273,16 @@ typedef struct hist_job {
     double *hz, *hp;
 } hist_job;
 
+/* One coordinate's history part, a1 y1 + a2 y2 + b1 yd1, with the terms
+ * history_half leaves out left out here too (the same sums). */
+static inline double hist_at(const step_formula *s, const double *y1, const double *y2, const double *yd1, int j)
+{
+    if (s->a2 == 0 && s->b1 == 0) return s->a1 * y1[j];
+    if (s->a2 == 0) return s->a1 * y1[j] + s->b1 * yd1[j];
+    if (s->b1 == 0) return s->a1 * y1[j] + s->a2 * y2[j];
+    return s->a1 * y1[j] + s->a2 * y2[j] + s->b1 * yd1[j];
+}
+
 static void history_half(void *arg, int half)
 {
     const hist_job *H = arg;
@@ -378,6 +388,7 @@ static emn_lu *newton_lu(emn_integ *it, double a, const double *z, const double 
 
 /* The Newton iteration's passes over the coordinates, in halves. */
 enum {
+    SW_START,       /* hz, hp and dw = a pt + hp - ft at once (newton's `fs`) */
     SW_Z0,          /* z = -hz / a: a linear step's coordinates at w = 0 */
     SW_RHS,         /* dw = r(0) = a p + hp - F there */
     SW_DIRECT,      /* w = -dw (the solve of r(0) + J w = 0), z from w */
@@ -390,6 +401,7 @@ typedef struct sweep {
     emn_integ *it;
     double a, ia;           /* ia = 1 / a: a multiply per coordinate */
     const double *hz, *hp;
+    const step_formula *fs; /* SW_START's history formula */
     int op;
     bool ok[2];             /* per half */
     int bad[2];             /* per half: its first non-finite coordinate, or -1 */
@@ -445,6 +457,18 @@ static void sweep_half(void *arg, int h)
     bool ok = true;
     int bad = -1;
     switch (S->op) {
+    case SW_START: {
+        const emn_form *f = it->f;
+        const double *pt = f->pt, *ft = f->ft;
+        double *hzw = (double *)S->hz, *hpw = (double *)S->hp;
+        for (int j = j0; j < j1; j++) {
+            double hpj = hist_at(S->fs, it->p[0], it->p[1], it->F[0], j);
+            hzw[j] = hist_at(S->fs, it->z[0], it->z[1], it->w[0], j);
+            hpw[j] = hpj;
+            dw[j] = a * pt[j] + hpj - ft[j];
+        }
+        break;
+    }
     case SW_Z0:
         for (int j = j0; j < j1; j++) z[j] = -hz[j] * ia;
         break;
@@ -504,20 +528,27 @@ static int run(sweep *S, int op)
  * confirm, instead of evaluations at the predictor and at the solution).
  * On success the solution is in it->wtry/ztry/ptry/Ftry.  Returns 0, 1
  * (no convergence: retry smaller), or a failure code. */
-static int newton(emn_integ *it, double tnew, double a, const double *hz, const double *hp, bool direct)
+static int newton(emn_integ *it, double tnew, double a, const double *hz, const double *hp, bool direct,
+                  const step_formula *fs)
 {
     emn_form *f = it->f;
     bool linear = emn_form_is_linear(f);
     emn_form_set_time(f, tnew);
-    sweep S = {it, a, 1 / a, hz, hp, 0, {true, true}, {-1, -1}, {0, 0}};
+    sweep S = {it, a, 1 / a, hz, hp, fs, 0, {true, true}, {-1, -1}, {0, 0}};
     bool dw_ok = false;
     double last = 0;            /* the last update's norm */
     bool keep = false;          /* the factored matrix may serve the next update */
     int iter = 0;
-    if (linear && direct) {
+    if (linear && direct && fs) {
+        /* p and F at w = 0 are the time parts: the history and the
+         * right-hand side in one pass */
+        if (run(&S, SW_START) >= 0) return 1;
+    } else if (linear && direct) {
         if (run(&S, SW_Z0) >= 0) return 1;
         emn_form_eval_rest(f, it->ztry, it->ptry, it->Ftry);
         if (run(&S, SW_RHS) >= 0) return 1;
+    }
+    if (linear && direct) {
         it->st.newton++;
         emn_lu *lu = newton_lu(it, a, it->ztry, it->wtry, true);
         if (!lu) return 1;
@@ -783,13 +814,13 @@ static int consistent_w(emn_integ *it, double t, const double *z0, const double 
      * the residual test but enough to make the trapezoidal rule ring.  A
      * second iteration refines it. */
     it->min_iter = wguess ? 1 : 2;
-    int rc = newton(it, t + h, a, it->hz, it->hp, false);
+    int rc = newton(it, t + h, a, it->hz, it->hp, false, NULL);
     if (rc != 0) {
         /* again with more iterations: a nonlinear start may need them */
         int saved = it->o.itl4;
         it->o.itl4 = saved < 50 ? 50 : saved;
         for (int j = 0; j < n; j++) it->wtry[j] = wguess ? wguess[j] : 0;
-        rc = newton(it, t + h, a, it->hz, it->hp, false);
+        rc = newton(it, t + h, a, it->hz, it->hp, false, NULL);
         it->o.itl4 = saved;
     }
     it->min_iter = 1;
@@ -986,7 +1017,10 @@ int emn_integ_step(emn_integ *it, double tlimit)
         double hf = it->h > 0 && fabs(h - it->h) <= 1e-9 * it->h ? it->h :
                     hladder > 0 && fabs(h - hladder) <= 1e-9 * hladder ? hladder : h;
         step_formula s = formula(it, hf, order);
-        history(it, &s, hzbuf, hpbuf);
+        /* a linear step whose right-hand side is the time parts makes
+         * its history in newton's first pass */
+        bool fused = linear && emn_form_rest_is_time(f);
+        if (!fused) history(it, &s, hzbuf, hpbuf);
         /* predictor: extrapolate the velocities linearly (from the
          * right-hand velocities after a breakpoint), or through the last
          * three points once they all follow the last breakpoint */
@@ -998,7 +1032,7 @@ int emn_integ_step(emn_integ *it, double tlimit)
         }
         it->nan_coord = -1;
         it->singular = false;
-        int rc = newton(it, t + h, s.a, hzbuf, hpbuf, true);
+        int rc = newton(it, t + h, s.a, hzbuf, hpbuf, true, fused ? &s : NULL);
         if (rc != 0 && it->nan_coord >= 0 && !state_finite(it, t + h)) {
             /* NaN or Inf already at the last accepted state with the new
              * time: the sources made it, and no smaller step will help */
