@@ -2255,9 +2255,29 @@ int emn_form_jacobian_last(emn_form *f, double a)
 
 bool emn_form_is_linear(const emn_form *f) { return f->nnonlinear == 0; }
 
-bool emn_form_rest_is_time(const emn_form *f)
+int emn_form_rest_rows(const emn_form *f)
 {
-    return f->nnonlinear == 0 && f->lin[0].nnz == 0 && f->lin[2].nnz == 0;
+    return f->lin[0].nrows + f->lin[2].nrows;
+}
+
+/* Row i's sum from s over lin[q]'s entries, at z = -hz / a. */
+static double rest_row(const emn_cmat *M, int i, double s, const double *hz, double ia)
+{
+    for (int k = M->rptr[i]; k < M->rptr[i + 1]; k++) s += M->val[k] * (-hz[M->col[k]] * ia);
+    return s;
+}
+
+void emn_form_rest_fix(const emn_form *f, const double *hz, double a, double ia, const double *hp, double *dw)
+{
+    const emn_cmat *P = &f->lin[0], *Q = &f->lin[2];
+    /* the rows of either, in order */
+    for (int r = 0, q = 0; r < P->nrows || q < Q->nrows;) {
+        int i = q >= Q->nrows || (r < P->nrows && P->rows[r] < Q->rows[q]) ? P->rows[r] : Q->rows[q];
+        if (r < P->nrows && P->rows[r] == i) r++;
+        if (q < Q->nrows && Q->rows[q] == i) q++;
+        double p = rest_row(P, i, f->pt[i], hz, ia), F = rest_row(Q, i, f->ft[i], hz, ia);
+        dw[i] = a * p + hp[i] - F;
+    }
 }
 
 /* Whether a template's L, D or P depends on slot a's value (local a;

@@ -232,10 +232,15 @@ int emn_form_eval(emn_form *f, const double *z, const double *w, double *p, doub
 /* A linear formulation's p and F at (z, w = 0) and the time last set:
  * cheaper than emn_form_eval, for the right-hand side of a linear step. */
 void emn_form_eval_rest(const emn_form *f, const double *z, double *p, double *F);
-/* Whether that is the time parts alone, pt and ft (no linear term's p or
- * F reads a coordinate's value: a circuit without inductors, springs or
- * position-dependent sources). */
-bool emn_form_rest_is_time(const emn_form *f);
+/* That evaluation's rows that are not the time parts alone (the rows of
+ * the linear terms whose p or F reads a coordinate's value: inductors,
+ * springs), at most; 0 for a circuit without them.  emn_form_rest_fix
+ * makes those rows' right-hand side after a pass that took every row's
+ * p and F at w = 0 for its pt and ft. */
+int emn_form_rest_rows(const emn_form *f);
+/* dw_i = a p_i + hp_i - F_i on those rows, with p and F at z = -hz / a
+ * (ia = 1 / a), summed as emn_form_eval_rest sums them. */
+void emn_form_rest_fix(const emn_form *f, const double *hz, double a, double ia, const double *hp, double *dw);
 
 /* Fill f->J.Ax with the Newton matrix for leading coefficient a. */
 int emn_form_jacobian(emn_form *f, const double *z, const double *w, double a);

@@ -540,9 +540,10 @@ static int newton(emn_integ *it, double tnew, double a, const double *hz, const 
     bool keep = false;          /* the factored matrix may serve the next update */
     int iter = 0;
     if (linear && direct && fs) {
-        /* p and F at w = 0 are the time parts: the history and the
-         * right-hand side in one pass */
+        /* p and F at w = 0 are the time parts but on a few rows: the
+         * history and the right-hand side in one pass, then those rows */
         if (run(&S, SW_START) >= 0) return 1;
+        emn_form_rest_fix(f, hz, a, S.ia, hp, it->dw);
     } else if (linear && direct) {
         if (run(&S, SW_Z0) >= 0) return 1;
         emn_form_eval_rest(f, it->ztry, it->ptry, it->Ftry);
@@ -1017,9 +1018,11 @@ int emn_integ_step(emn_integ *it, double tlimit)
         double hf = it->h > 0 && fabs(h - it->h) <= 1e-9 * it->h ? it->h :
                     hladder > 0 && fabs(h - hladder) <= 1e-9 * hladder ? hladder : h;
         step_formula s = formula(it, hf, order);
-        /* a linear step whose right-hand side is the time parts makes
-         * its history in newton's first pass */
-        bool fused = linear && emn_form_rest_is_time(f);
+        /* a linear step whose right-hand side is the time parts but on
+         * a few rows (a grid's pads) makes its history in newton's first
+         * pass; on more, that pass and the fix of those rows after it
+         * would cost more than the evaluation they replace */
+        bool fused = linear && emn_form_rest_rows(f) <= n / 16;
         if (!fused) history(it, &s, hzbuf, hpbuf);
         /* predictor: extrapolate the velocities linearly (from the
          * right-hand velocities after a breakpoint), or through the last

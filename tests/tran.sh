@@ -112,6 +112,9 @@ RC='tau = 1e-3; e = exp(-t / tau)
 RL='tau = 1e-3; e = exp(-t / tau); i = (1 - e) / 10
     W["i(l1)"] = i; W["i(r1)"] = i; W["v(a)"] = e; W["v(in,a)"] = 1 - e
     W["phi(l1)"] = 10e-3 * i; W["w(l1)"] = 0.5 * 10e-3 * i * i'
+# The same RL beside sixteen RC sections of tau = 1 ms.
+RLRC='tau = 1e-3; e = exp(-t / tau)
+      W["i(l1)"] = (1 - e) / 10; W["v(a)"] = e; W["v(c01)"] = 1 - e; W["v(c16)"] = 1 - e'
 # Series RLC step: vC = 1 - exp(-a t) (cos wd t + a/wd sin wd t),
 # i = C vC' = C w0^2/wd exp(-a t) sin wd t, vL = L i'.
 RLC='R = 10; L = 1e-3; C = 1e-6; a = R / (2 * L); w2 = 1 / (L * C); wd = sqrt(w2 - a * a)
@@ -135,7 +138,7 @@ MSIC='M = 2; k = 50; b = 1; x0 = 0.1; a = b / (2 * M); w2 = k / M; wd = sqrt(w2 
       W["x(m)"] = x; W["v(m)"] = v; W["f(s1)"] = k * x; W["f(d1)"] = -b * v
       W["w(m1)"] = M * v * v / 2; W["w(s1)"] = k * x * x / 2'
 
-for case in "rc:$RC" "rl:$RL" "rlc:$RLC" "msd:$MSD" "ms_ic:$MSIC"; do
+for case in "rc:$RC" "rl:$RL" "rl_rc:$RLRC" "rlc:$RLC" "msd:$MSD" "ms_ic:$MSIC"; do
     net=${case%%:*}
     code=${case#*:}
     for method in trap gear; do
@@ -148,6 +151,15 @@ for case in "rc:$RC" "rl:$RL" "rlc:$RLC" "msd:$MSD" "ms_ic:$MSIC"; do
         done
     done
 done
+# A linear step is one solve, so one Newton iteration a step (and one to
+# start).  In the flux formulation rl_rc's right-hand side is made in one
+# pass over the coordinates and the inductor's row after it (integ.c): a
+# wrong row there would still converge, in two iterations a step.
+run_emnet -reltol 1e-6 -form flux -tran "$NETS/rl_rc.cir"
+counts=$(printf '%s\n' "$err" | sed -n 's/.*: \([0-9]*\) steps, [0-9]* rejected, \([0-9]*\) Newton iterations.*/\1 \2/p')
+newton_ok=1
+[ -n "$counts" ] && [ "${counts#* }" -le $((${counts% *} + 4)) ] && newton_ok=0
+ok $newton_ok "rl_rc flux: one Newton iteration a step (steps, iterations: ${counts:-none})" "$err"
 # The same RLC with internal steps capped at 0.1 us (.tran tmax): every
 # combination must come within 2e-5 of the closed form.
 sed 's/^\.tran 10u 2m uic/.tran 10u 2m 0 0.1u uic/' "$NETS/rlc.cir" >"$WORK/rlc_fine.cir"
