@@ -526,6 +526,10 @@ static int run(sweep *S, int op)
  * from it->wtry, or, for a linear circuit with `direct`, from the exact
  * solve r(0) + J w = 0 (r is affine in w: one solve and one evaluation to
  * confirm, instead of evaluations at the predictor and at the solution).
+ * With fs (a linear step, `direct`, whose p and F at w = 0 are the time
+ * parts on all but a few rows: emn_form_rest_rows), hz and hp are not
+ * made yet: the first pass makes them from the step's formula fs, into
+ * the caller's buffers, with the right-hand side.
  * On success the solution is in it->wtry/ztry/ptry/Ftry.  Returns 0, 1
  * (no convergence: retry smaller), or a failure code. */
 static int newton(emn_integ *it, double tnew, double a, const double *hz, const double *hp, bool direct,

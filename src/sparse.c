@@ -703,7 +703,7 @@ typedef struct ldl_pattern {
     int n, n0, t0;
     int *perm, *pinv, *parent;
     int *Lp, *Li;
-    bool chain;             /* nearly every column's parent is the next (solve_cols) */
+    bool chain;             /* nearly every column's parent is the next (forward_run) */
     int *split;             /* per column below the top: where its rows in the top begin */
     /* A large factorization (EMN_LDL_SUPER_FLOPS) is a supernodal L L'
      * in the same order (super_factor), whose dense blocks are worked on
