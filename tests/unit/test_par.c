@@ -13,6 +13,7 @@
 #include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "par.h"
 #include "tap.h"
@@ -39,6 +40,23 @@ static void work_half(void *arg, int h)
     }
 }
 
+static void count_half(void *arg, int h)
+{
+    int *calls = arg;
+    calls[h]++;
+}
+
+static void other_half(void *arg, int h)
+{
+    count_half(arg, h);
+}
+
+static void pause_us(long us)
+{
+    struct timespec ts = {0, us * 1000};
+    nanosleep(&ts, NULL);
+}
+
 int main(void)
 {
     /* both halves run, each once, whatever the cores */
@@ -47,6 +65,20 @@ int main(void)
     job J = {NULL, n, ref, {0, 0}};
     emn_par_two(work_half, &J);
     ok(J.calls[0] == 1 && J.calls[1] == 1, "par_two: each half runs once (%d threads)", emn_par_threads());
+
+    /* Jobs after long and short waits, and a kind whose wait turns short
+     * after the helper has learnt to sleep at once after it: every job
+     * runs both halves and returns (a lost wake-up would hang here). */
+    int calls[2] = {0, 0}, other[2] = {0, 0};
+    for (int k = 0; k < 60; k++) {
+        emn_par_two(count_half, calls);
+        if (k < 40) pause_us(2000);
+        emn_par_two(other_half, other);
+        if (k % 3 == 0) pause_us(1000);
+    }
+    ok(calls[0] == 60 && calls[1] == 60 && other[0] == 60 && other[1] == 60,
+       "par_two: jobs after long, short and changing waits each run both halves (%d %d %d %d)",
+       calls[0], calls[1], other[0], other[1]);
 
     /* the move's arithmetic */
     struct { int mid; double t0, t1; int want; bool moves; const char *what; } m[] = {
