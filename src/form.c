@@ -1632,20 +1632,31 @@ static void plan_moves(emn_form *f)
  * a row no coupling reaches keeps its value. */
 static void time_rows(emn_form *f)
 {
-    bool *seen = emn_xcalloc((size_t)f->n + 1, sizeof(bool));
+    int *index = emn_xmalloc(((size_t)f->n + 1) * sizeof(int));
+    for (int i = 0; i <= f->n; i++) index[i] = -1;
     for (int pass = 0; pass < 2; pass++) {
         const int *row = pass ? f->fts.row : f->pts.row;
-        int nr = pass ? f->fts.n : f->pts.n, *out = emn_xmalloc(((size_t)nr + 1) * sizeof(int)), m = 0;
-        for (int k = 0; k < nr; k++)
-            if (!seen[row[k]]) {
-                seen[row[k]] = true;
+        const double *c0 = pass ? f->f0 : f->p0;
+        int nr = pass ? f->fts.n : f->pts.n, m = 0;
+        int *out = emn_xmalloc(((size_t)nr + 1) * sizeof(int)), *at = emn_xmalloc(((size_t)nr + 1) * sizeof(int));
+        for (int k = 0; k < nr; k++) {
+            if (index[row[k]] < 0) {
+                index[row[k]] = m;
                 out[m++] = row[k];
             }
-        for (int k = 0; k < m; k++) seen[out[k]] = false;
-        if (pass) f->ft_rows = out, f->nft_rows = m;
-        else f->pt_rows = out, f->npt_rows = m;
+            at[k] = index[row[k]];
+        }
+        double *base = emn_xmalloc(((size_t)m + 1) * sizeof(double));
+        for (int i = 0; i < m; i++) {
+            base[i] = c0[out[i]];
+            index[out[i]] = -1;
+        }
+        if (pass) f->ftr.row = out, f->ftr.at = at, f->ftr.base = base, f->ftr.n = m;
+        else f->ptr.row = out, f->ptr.at = at, f->ptr.base = base, f->ptr.n = m;
     }
-    free(seen);
+    free(index);
+    f->ptr.sum = emn_xmalloc(((size_t)f->ptr.n + 1) * sizeof(double));
+    f->ftr.sum = emn_xmalloc(((size_t)f->ftr.n + 1) * sizeof(double));
     memcpy(f->pt, f->p0, (size_t)f->n * sizeof(double));
     memcpy(f->ft, f->f0, (size_t)f->n * sizeof(double));
 }
@@ -1864,7 +1875,8 @@ void emn_form_free(emn_form **pf)
     free(f->terms.v);
     emn_sparse_free(&f->J);
     free(f->pt); free(f->ft); free(f->p0); free(f->f0);
-    free(f->pt_rows); free(f->ft_rows);
+    free(f->ptr.row); free(f->ptr.at); free(f->ptr.base); free(f->ptr.sum);
+    free(f->ftr.row); free(f->ftr.at); free(f->ftr.base); free(f->ftr.sum);
     free(f->live_src);
     free(f->pts.row); free(f->pts.col); free(f->pts.val);
     free(f->fts.row); free(f->fts.col); free(f->fts.val);
@@ -1893,18 +1905,18 @@ void emn_form_free(emn_form **pf)
 
 /* The constant and time parts of p and F for the source values and
  * integrals now in f->s and f->S. */
+static void time_part(const emn_form *f, int nk, const int *col, const double *val, int nr, const int *row,
+                      const int *at, const double *base, double *sum, double *out)
+{
+    memcpy(sum, base, (size_t)nr * sizeof(double));
+    for (int k = 0; k < nk; k++) sum[at[k]] += val[k] * (col[k] < f->nsrc ? f->S[col[k]] : f->s[col[k] - f->nsrc]);
+    for (int i = 0; i < nr; i++) out[row[i]] = sum[i];
+}
+
 static void time_parts(emn_form *f)
 {
-    for (int i = 0; i < f->npt_rows; i++) f->pt[f->pt_rows[i]] = f->p0[f->pt_rows[i]];
-    for (int i = 0; i < f->nft_rows; i++) f->ft[f->ft_rows[i]] = f->f0[f->ft_rows[i]];
-    for (int k = 0; k < f->pts.n; k++) {
-        int col = f->pts.col[k];
-        f->pt[f->pts.row[k]] += f->pts.val[k] * (col < f->nsrc ? f->S[col] : f->s[col - f->nsrc]);
-    }
-    for (int k = 0; k < f->fts.n; k++) {
-        int col = f->fts.col[k];
-        f->ft[f->fts.row[k]] += f->fts.val[k] * (col < f->nsrc ? f->S[col] : f->s[col - f->nsrc]);
-    }
+    time_part(f, f->pts.n, f->pts.col, f->pts.val, f->ptr.n, f->ptr.row, f->ptr.at, f->ptr.base, f->ptr.sum, f->pt);
+    time_part(f, f->fts.n, f->fts.col, f->fts.val, f->ftr.n, f->ftr.row, f->ftr.at, f->ftr.base, f->ftr.sum, f->ft);
 }
 
 /* DC, PULSE and PWL are straight lines between their breakpoints: the

@@ -147,9 +147,14 @@ typedef struct emn_form {
     /* evaluator */
     emn_sparse J;
     double *pt, *ft;                /* constant + time parts of p and F */
-    /* the rows of pt and ft that the time couplings reach; the others
-     * hold p0's and f0's values from the build on */
-    int *pt_rows, *ft_rows, npt_rows, nft_rows;
+    /* The rows of pt and ft that the time couplings reach (the others
+     * hold p0's and f0's values from the build on), each once: their
+     * rows, the constant part there, a sum for each, and for each
+     * coupling (pts, fts) the index of its row among them.  A row's
+     * time part is summed in the compact array and stored once: at 10^6
+     * unknowns pt and ft do not stay in the caches from one evaluation
+     * to the next. */
+    struct { int *row, *at; double *base, *sum; int n; } ptr, ftr;
     /* time coupling of linear terms: p += Pts * [S; s], F += Fts * [S; s] */
     struct { int *row, *col; double *val; int n, cap; } pts, fts;
     double *p0, *f0;                /* constant parts */
