@@ -78,10 +78,10 @@ static void mech_tolerances(emn_integ *it, int j0, int j1)
     double k = 1e-3 * it->o.reltol;
     for (int j = j0 > ne ? j0 : ne; j < j1; j++) {
         const double *pk = it->peak + (j - ne);
-        it->tol_zy[j] = 1e-30;
-        it->tol_zd[j] = k * pk[2 * nm] + 1e-30;
-        it->tol_py[j] = k * pk[nm] + 1e-30;
-        it->tol_pd[j] = k * pk[3 * nm] + 1e-30;
+        it->tol_zy[j - ne] = 1e-30;
+        it->tol_zd[j - ne] = k * pk[2 * nm] + 1e-30;
+        it->tol_py[j - ne] = k * pk[nm] + 1e-30;
+        it->tol_pd[j - ne] = k * pk[3 * nm] + 1e-30;
     }
 }
 
@@ -123,15 +123,18 @@ emn_integ *emn_integ_new(emn_form *f, const emn_integ_opts *o)
     it->vs_acc = emn_xcalloc((size_t)it->vs_ptr[n] + 1, sizeof(double));
     /* absolute tolerances by what a coordinate is: its velocity (Newton
      * update) and its equation's residual */
-    it->w_abs = emn_xcalloc(sz, sizeof(double));
-    it->res_abs = emn_xcalloc(sz, sizeof(double));
-    it->tol_zy = emn_xcalloc(sz, sizeof(double));
-    it->tol_zd = emn_xcalloc(sz, sizeof(double));
-    it->tol_py = emn_xcalloc(sz, sizeof(double));
-    it->tol_pd = emn_xcalloc(sz, sizeof(double));
+    /* (the electrical coordinates' are one set, it->etol: these arrays
+     * hold the mechanical coordinates' only, from index 0 for f->ne) */
+    size_t mz = (size_t)(n - f->ne) + 1;
+    it->w_abs = emn_xcalloc(mz, sizeof(double));
+    it->res_abs = emn_xcalloc(mz, sizeof(double));
+    it->tol_zy = emn_xcalloc(mz, sizeof(double));
+    it->tol_zd = emn_xcalloc(mz, sizeof(double));
+    it->tol_py = emn_xcalloc(mz, sizeof(double));
+    it->tol_pd = emn_xcalloc(mz, sizeof(double));
     set_tolerances(it);
     mech_tolerances(it, 0, n);
-    for (int j = f->ne; j < n; j++) it->w_abs[j] = it->res_abs[j] = 1e-30;
+    for (int j = f->ne; j < n; j++) it->w_abs[j - f->ne] = it->res_abs[j - f->ne] = 1e-30;
     it->lu = emn_lu_new();
     if (f->order_hint) emn_lu_hint_order(it->lu, f->order_hint);
     /* each cached factorization costs memory in proportion to the
@@ -408,10 +411,10 @@ typedef struct sweep {
     double norm[2];         /* SW_UPDATE, per half: largest |dw| over its tolerance */
 } sweep;
 
-/* SW_RESIDUAL over [j0, j1), with absolute tolerances ra[j * as] (as = 0:
- * one for all): the first non-finite coordinate, or -1; *ok cleared if
- * one is out of tolerance. */
-static inline int residual_run(const sweep *S, int j0, int j1, const double *ra, int as, bool *ok)
+/* SW_RESIDUAL over [j0, j1), with absolute tolerances ra[(j - o) * as]
+ * (as = 0: one for all): the first non-finite coordinate, or -1; *ok
+ * cleared if one is out of tolerance. */
+static inline int residual_run(const sweep *S, int j0, int j1, const double *ra, int o, int as, bool *ok)
 {
     const emn_integ *it = S->it;
     const double *p = it->ptry, *F = it->Ftry, *hp = S->hp, *sc = it->scale;
@@ -419,17 +422,17 @@ static inline int residual_run(const sweep *S, int j0, int j1, const double *ra,
     for (int j = j0; j < j1; j++) {
         double ap = a * p[j];
         dw[j] = ap + hp[j] - F[j];
-        double tol = rt * (fabs(ap) + fabs(hp[j]) + fabs(sc[j])) + ra[j * as];
+        double tol = rt * (fabs(ap) + fabs(hp[j]) + fabs(sc[j])) + ra[(j - o) * as];
         if (!isfinite(dw[j])) return j;
         if (fabs(dw[j]) > tol) *ok = false;
     }
     return -1;
 }
 
-/* SW_UPDATE over [j0, j1), with absolute tolerances wa[j * as]: the first
- * non-finite coordinate, or -1; *norm raised to the largest update over
- * its tolerance. */
-static inline int update_run(const sweep *S, int j0, int j1, const double *wa, int as, double *norm)
+/* SW_UPDATE over [j0, j1), with absolute tolerances wa[(j - o) * as]: the
+ * first non-finite coordinate, or -1; *norm raised to the largest update
+ * over its tolerance. */
+static inline int update_run(const sweep *S, int j0, int j1, const double *wa, int o, int as, double *norm)
 {
     const emn_integ *it = S->it;
     double *w = it->wtry, *z = it->ztry, ia = S->ia, rt = it->o.reltol;
@@ -437,7 +440,7 @@ static inline int update_run(const sweep *S, int j0, int j1, const double *wa, i
     for (int j = j0; j < j1; j++) {
         double wn = w[j] - dw[j];
         if (!isfinite(wn)) return j;
-        double r = fabs(dw[j]) / (rt * max_num(fabs(wn), fabs(w[j])) + wa[j * as]);
+        double r = fabs(dw[j]) / (rt * max_num(fabs(wn), fabs(w[j])) + wa[(j - o) * as]);
         if (r > *norm) *norm = r;
         w[j] = wn;
         z[j] = (wn - hz[j]) * ia;
@@ -490,15 +493,15 @@ static void sweep_half(void *arg, int h)
         break;
     case SW_RESIDUAL: {
         int je = etol_end(it, j0, j1);
-        bad = residual_run(S, j0, je, &it->etol[T_RES], 0, &ok);
-        if (bad < 0) bad = residual_run(S, je, j1, it->res_abs, 1, &ok);
+        bad = residual_run(S, j0, je, &it->etol[T_RES], 0, 0, &ok);
+        if (bad < 0) bad = residual_run(S, je, j1, it->res_abs, it->f->ne, 1, &ok);
         break;
     }
     case SW_UPDATE: {
         int je = etol_end(it, j0, j1);
         double norm = 0;
-        bad = update_run(S, j0, je, &it->etol[T_W], 0, &norm);
-        if (bad < 0) bad = update_run(S, je, j1, it->w_abs, 1, &norm);
+        bad = update_run(S, j0, je, &it->etol[T_W], 0, 0, &norm);
+        if (bad < 0) bad = update_run(S, je, j1, it->w_abs, it->f->ne, 1, &norm);
         ok = norm <= 1;
         S->norm[h] = norm;
         break;
@@ -626,11 +629,11 @@ typedef struct lte_job {
 } lte_job;
 
 /* Pass `pass` (z's, then p's) of the error test over coordinates [j0,
- * j1), with the tolerances of their values ay[j * as] and rates
- * ad[j * as] (as = 0: one for all): *err and *worst raised to its largest
- * ratio and where it is. */
-static inline void lte_run(const lte_job *L, int pass, int j0, int j1, const double *ay, const double *ad, int as,
-                           double *err, int *worst)
+ * j1), with the tolerances of their values ay[(j - o) * as] and rates
+ * ad[(j - o) * as] (as = 0: one for all): *err and *worst raised to its
+ * largest ratio and where it is. */
+static inline void lte_run(const lte_job *L, int pass, int j0, int j1, const double *ay, const double *ad, int o,
+                           int as, double *err, int *worst)
 {
     const emn_integ *it = L->it;
     const step_formula *s = L->s;
@@ -665,7 +668,7 @@ static inline void lte_run(const lte_job *L, int pass, int j0, int j1, const dou
         double est = fabs(k1 * (d[j] - d1[j]) - (k2 != 0 ? k2 * (d1[j] - d2[j]) : 0));
         double dscale = fabs(d[j]) > fabs(d1[j]) ? fabs(d[j]) : fabs(d1[j]);
         if (sc && sc[j] > dscale) dscale = sc[j];
-        double ty = ay[j * as];
+        double ty = ay[(j - o) * as];
         if (pass) ty += rt * (fabs(y[j]) > fabs(y1[j]) ? fabs(y[j]) : fabs(y1[j]));
         /* on a restart's first-order step, whose error is O(h)
          * against the motion test (h^2/2 dw/dt over h |w|), a
@@ -675,7 +678,7 @@ static inline void lte_run(const lte_job *L, int pass, int j0, int j1, const dou
          * pile up with the steps (on every step it would: a series
          * RLC at reltol 1e-6 drifted 1.2e-4 of its peak) */
         else if (s->order == 1 && it->vs_ptr[j + 1] > it->vs_ptr[j]) ty += rt * coord_size(it, j);
-        double td = h * (rt * dscale + ad[j * as]);
+        double td = h * (rt * dscale + ad[(j - o) * as]);
         double tol = ty > td ? ty : td;     /* > 0: every ad is */
         if (est > *err * tol) {
             *err = est / tol;
@@ -695,8 +698,8 @@ static void lte_half(void *arg, int half)
         double err = 0;
         int worst = -1;
         const double *ay = pass ? it->tol_py : it->tol_zy, *ad = pass ? it->tol_pd : it->tol_zd;
-        lte_run(L, pass, j0, je, &it->etol[pass ? T_PY : T_ZY], &it->etol[pass ? T_PD : T_ZD], 0, &err, &worst);
-        lte_run(L, pass, je, j1, ay, ad, 1, &err, &worst);
+        lte_run(L, pass, j0, je, &it->etol[pass ? T_PY : T_ZY], &it->etol[pass ? T_PD : T_ZD], 0, 0, &err, &worst);
+        lte_run(L, pass, je, j1, ay, ad, it->f->ne, 1, &err, &worst);
         L->err[pass][half] = err;
         L->worst[pass][half] = worst;
     }

@@ -85,9 +85,10 @@ typedef struct emn_integ {
                                coordinates (four runs of n - ne), for their tolerances */
     double *src_next;       /* per source, its next breakpoint after the last asked for */
     /* The mechanical coordinates' absolute tolerances of each velocity
-     * and residual, and of z, p and their rates (set_tolerances), from
-     * ne on; the electrical ones have one set, etol, in that order: a
-     * pass over a large circuit then streams no arrays of one value. */
+     * and residual, and of z, p and their rates (set_tolerances), for
+     * coordinate j (>= ne) at index j - ne; the electrical ones have one
+     * set, etol, in that order: a pass over a large circuit then streams
+     * no arrays of one value, and a circuit without mechanics keeps none. */
     double *w_abs, *res_abs;
     double *tol_zy, *tol_zd, *tol_py, *tol_pd;
     double etol[6];
