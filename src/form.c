@@ -1903,8 +1903,9 @@ void emn_form_free(emn_form **pf)
 
 /* ------------------------------------------------------------ evaluation */
 
-/* The constant and time parts of p and F for the source values and
- * integrals now in f->s and f->S. */
+/* One of them (p's or F's): the nk couplings (col, val) summed into
+ * their rows' compact sums, from the constant parts, and each of the nr
+ * rows stored once. */
 static void time_part(const emn_form *f, int nk, const int *col, const double *val, int nr, const int *row,
                       const int *at, const double *base, double *sum, double *out)
 {
@@ -1913,6 +1914,8 @@ static void time_part(const emn_form *f, int nk, const int *col, const double *v
     for (int i = 0; i < nr; i++) out[row[i]] = sum[i];
 }
 
+/* The constant and time parts of p and F for the source values and
+ * integrals now in f->s and f->S. */
 static void time_parts(emn_form *f)
 {
     time_part(f, f->pts.n, f->pts.col, f->pts.val, f->ptr.n, f->ptr.row, f->ptr.at, f->ptr.base, f->ptr.sum, f->pt);
