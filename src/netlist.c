@@ -59,11 +59,22 @@ typedef struct strmap {
     int cap, n;
 } strmap;
 
-static uint32_t hash_name(const char *s, size_t n)
+/* FNV-1a of s[0, n), with ASCII capitals taken as small letters if fold
+ * (a name as written, before it is stored in lower case). */
+static inline uint32_t fnv_name(const char *s, size_t n, bool fold)
 {
     uint32_t h = 2166136261u;
-    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 16777619u;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (fold && c >= 'A' && c <= 'Z') c += 'a' - 'A';
+        h = (h ^ c) * 16777619u;
+    }
     return h;
+}
+
+static uint32_t hash_name(const char *s, size_t n)
+{
+    return fnv_name(s, n, false);
 }
 
 /* The slot where the probe for a name as written (any case) starts,
@@ -71,12 +82,7 @@ static uint32_t hash_name(const char *s, size_t n)
  * only makes it fetch a line for nothing. */
 static const strslot *map_first_slot(const strmap *m, const char *s, int n)
 {
-    uint32_t h = 2166136261u;
-    for (int i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        h = (h ^ (c >= 'A' && c <= 'Z' ? c + ('a' - 'A') : c)) * 16777619u;
-    }
-    return &m->slot[h & (uint32_t)(m->cap - 1)];
+    return &m->slot[fnv_name(s, (size_t)n, true) & (uint32_t)(m->cap - 1)];
 }
 
 /* Fetch that slot ahead.  A card's names are looked up when the card
