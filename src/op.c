@@ -190,7 +190,6 @@ static void leave_order(opsys *o)
 
 static void opsys_free(opsys *o)
 {
-    leave_order(o);
     emn_sparse_free(&o->K);
     free(o->kz); free(o->kw); free(o->k2); free(o->kdiag2); free(o->kdiag1);
     free(o->Pz); free(o->Pw); free(o->Fz); free(o->Fw);
@@ -700,6 +699,7 @@ int emn_op_solve(emn_form *f, double reltol, const double *p0, double *z, double
     if (bad) *bad = status < 0 ? badc : -1;
     free(z0);
     free(w0);
+    leave_order(&o);
     opsys_free(&o);
     return status;
 }
