@@ -278,12 +278,13 @@ typedef struct hist_job {
 
 /* One coordinate's history part, a1 y1 + a2 y2 + b1 yd1, with the terms
  * history_half leaves out left out here too (the same sums). */
-static inline double hist_at(const step_formula *s, const double *y1, const double *y2, const double *yd1, int j)
+static inline double hist_at(double a1, double a2, double b1, const double *y1, const double *y2, const double *yd1,
+                             int j)
 {
-    if (s->a2 == 0 && s->b1 == 0) return s->a1 * y1[j];
-    if (s->a2 == 0) return s->a1 * y1[j] + s->b1 * yd1[j];
-    if (s->b1 == 0) return s->a1 * y1[j] + s->a2 * y2[j];
-    return s->a1 * y1[j] + s->a2 * y2[j] + s->b1 * yd1[j];
+    if (a2 == 0 && b1 == 0) return a1 * y1[j];
+    if (a2 == 0) return a1 * y1[j] + b1 * yd1[j];
+    if (b1 == 0) return a1 * y1[j] + a2 * y2[j];
+    return a1 * y1[j] + a2 * y2[j] + b1 * yd1[j];
 }
 
 static void history_half(void *arg, int half)
@@ -463,10 +464,13 @@ static void sweep_half(void *arg, int h)
     case SW_START: {
         const emn_form *f = it->f;
         const double *pt = f->pt, *ft = f->ft;
+        const double *z0 = it->z[0], *z1 = it->z[1], *w0 = it->w[0], *p0 = it->p[0], *p1 = it->p[1], *F0 = it->F[0];
         double *hzw = (double *)S->hz, *hpw = (double *)S->hp;
+        /* in locals: the stores could otherwise change them */
+        double a1 = S->fs->a1, a2 = S->fs->a2, b1 = S->fs->b1;
         for (int j = j0; j < j1; j++) {
-            double hpj = hist_at(S->fs, it->p[0], it->p[1], it->F[0], j);
-            hzw[j] = hist_at(S->fs, it->z[0], it->z[1], it->w[0], j);
+            double hpj = hist_at(a1, a2, b1, p0, p1, F0, j);
+            hzw[j] = hist_at(a1, a2, b1, z0, z1, w0, j);
             hpw[j] = hpj;
             dw[j] = a * pt[j] + hpj - ft[j];
         }
