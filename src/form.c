@@ -1635,9 +1635,11 @@ static void time_rows(emn_form *f)
     int *index = emn_xmalloc(((size_t)f->n + 1) * sizeof(int));
     for (int i = 0; i <= f->n; i++) index[i] = -1;
     for (int pass = 0; pass < 2; pass++) {
-        const int *row = pass ? f->fts.row : f->pts.row;
+        const struct emn_tcoup *tc = pass ? &f->fts : &f->pts;
+        struct emn_trows *tr = pass ? &f->ftr : &f->ptr;
+        const int *row = tc->row;
         const double *c0 = pass ? f->f0 : f->p0;
-        int nr = pass ? f->fts.n : f->pts.n, m = 0;
+        int nr = tc->n, m = 0;
         int *out = emn_xmalloc(((size_t)nr + 1) * sizeof(int)), *at = emn_xmalloc(((size_t)nr + 1) * sizeof(int));
         for (int k = 0; k < nr; k++) {
             if (index[row[k]] < 0) {
@@ -1651,12 +1653,9 @@ static void time_rows(emn_form *f)
             base[i] = c0[out[i]];
             index[out[i]] = -1;
         }
-        if (pass) f->ftr.row = out, f->ftr.at = at, f->ftr.base = base, f->ftr.n = m;
-        else f->ptr.row = out, f->ptr.at = at, f->ptr.base = base, f->ptr.n = m;
+        *tr = (struct emn_trows){out, at, base, emn_xmalloc(((size_t)m + 1) * sizeof(double)), m};
     }
     free(index);
-    f->ptr.sum = emn_xmalloc(((size_t)f->ptr.n + 1) * sizeof(double));
-    f->ftr.sum = emn_xmalloc(((size_t)f->ftr.n + 1) * sizeof(double));
     memcpy(f->pt, f->p0, (size_t)f->n * sizeof(double));
     memcpy(f->ft, f->f0, (size_t)f->n * sizeof(double));
 }
@@ -1906,20 +1905,22 @@ void emn_form_free(emn_form **pf)
 /* One of them (p's or F's): the nk couplings (col, val) summed into
  * their rows' compact sums, from the constant parts, and each of the nr
  * rows stored once. */
-static void time_part(const emn_form *f, int nk, const int *col, const double *val, int nr, const int *row,
-                      const int *at, const double *base, double *sum, double *out)
+static void time_part(const emn_form *f, const struct emn_tcoup *tc, const struct emn_trows *tr, double *out)
 {
-    memcpy(sum, base, (size_t)nr * sizeof(double));
-    for (int k = 0; k < nk; k++) sum[at[k]] += val[k] * (col[k] < f->nsrc ? f->S[col[k]] : f->s[col[k] - f->nsrc]);
-    for (int i = 0; i < nr; i++) out[row[i]] = sum[i];
+    const int *col = tc->col, *at = tr->at;
+    const double *val = tc->val;
+    double *sum = tr->sum;
+    memcpy(sum, tr->base, (size_t)tr->n * sizeof(double));
+    for (int k = 0; k < tc->n; k++) sum[at[k]] += val[k] * (col[k] < f->nsrc ? f->S[col[k]] : f->s[col[k] - f->nsrc]);
+    for (int i = 0; i < tr->n; i++) out[tr->row[i]] = sum[i];
 }
 
 /* The constant and time parts of p and F for the source values and
  * integrals now in f->s and f->S. */
 static void time_parts(emn_form *f)
 {
-    time_part(f, f->pts.n, f->pts.col, f->pts.val, f->ptr.n, f->ptr.row, f->ptr.at, f->ptr.base, f->ptr.sum, f->pt);
-    time_part(f, f->fts.n, f->fts.col, f->fts.val, f->ftr.n, f->ftr.row, f->ftr.at, f->ftr.base, f->ftr.sum, f->ft);
+    time_part(f, &f->pts, &f->ptr, f->pt);
+    time_part(f, &f->fts, &f->ftr, f->ft);
 }
 
 /* DC, PULSE and PWL are straight lines between their breakpoints: the

@@ -154,9 +154,9 @@ typedef struct emn_form {
      * time part is summed in the compact array and stored once: at 10^6
      * unknowns pt and ft do not stay in the caches from one evaluation
      * to the next. */
-    struct { int *row, *at; double *base, *sum; int n; } ptr, ftr;
+    struct emn_trows { int *row, *at; double *base, *sum; int n; } ptr, ftr;
     /* time coupling of linear terms: p += Pts * [S; s], F += Fts * [S; s] */
-    struct { int *row, *col; double *val; int n, cap; } pts, fts;
+    struct emn_tcoup { int *row, *col; double *val; int n, cap; } pts, fts;
     double *p0, *f0;                /* constant parts */
     /* the constant parts of dp/dz, dp/dw, dF/dz, dF/dw (every linear
      * term's, summed), each compressed to its own nonzeros, column by
