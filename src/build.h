@@ -78,7 +78,6 @@ emn_field *emn_build_string(emn_build *b, emn_loc loc);
 emn_field *emn_build_exprfield(emn_build *b, const emn_expr *e, emn_loc loc);
 emn_field *emn_build_callfield(emn_build *b, emn_loc name, const emn_flist *args);
 emn_field *emn_build_assign(emn_build *b, emn_field *key, emn_field *value);
-emn_flist emn_build_flist_add(emn_build *b, emn_flist l, emn_field *f);
 /* A call's arguments: f appended to l, or to a new list if l is NULL.
  * The grammar keeps the list by pointer: its semantic values are then a
  * pointer wide, and the parser copies them without a stall. */

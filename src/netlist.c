@@ -458,6 +458,7 @@ static int number_at(emn_build *b, emn_loc loc, double *v, bool *milli)
 /* ----------------------------------------------------- grammar callbacks */
 
 static int kind_of_letter(char c);
+static emn_flist flist_add(emn_flist l, emn_field *f);
 
 /* The terminals of an element card at the top level, which are node
  * names as written: their slots in the node table are fetched as the
@@ -477,7 +478,7 @@ void emn_build_card_field(emn_build *b, emn_field *f)
 {
     if (b->cur.n < b->cur_nodes && f->kind == EMN_FIELD_WORD)
         map_prefetch(&b->nodes, emn_build_text(f->loc), f->loc.len);
-    b->cur = emn_build_flist_add(b, b->cur, f);
+    b->cur = flist_add(b->cur, f);
 }
 
 void emn_build_card_abort(emn_build *b)
@@ -532,7 +533,7 @@ emn_field *emn_build_assign(emn_build *b, emn_field *key, emn_field *value)
     return f;
 }
 
-emn_flist emn_build_flist_add(emn_build *b, emn_flist l, emn_field *f)
+static emn_flist flist_add(emn_flist l, emn_field *f)
 {
     f->next = NULL;
     if (l.tail) l.tail->next = f;
@@ -548,7 +549,7 @@ emn_flist *emn_build_arg(emn_build *b, emn_flist *l, emn_field *f)
         l = emn_arena_alloc(b->tmp, sizeof *l);
         *l = (emn_flist){0};
     }
-    *l = emn_build_flist_add(b, *l, f);
+    *l = flist_add(*l, f);
     return l;
 }
 
