@@ -2330,7 +2330,7 @@ void emn_form_rest_fix(const emn_form *f, const double *hz, double a, double ia,
         if (r < P->nrows && P->rows[r] == i) r++;
         if (q < Q->nrows && Q->rows[q] == i) q++;
         double p = rest_row(P, i, f->pt[i], hz, ia), F = rest_row(Q, i, f->ft[i], hz, ia);
-        dw[i] = a * p + hp[i] - F;
+        dw[i] = -(a * p + hp[i] - F);
     }
 }
 

@@ -392,10 +392,10 @@ static emn_lu *newton_lu(emn_integ *it, double a, const double *z, const double 
 
 /* The Newton iteration's passes over the coordinates, in halves. */
 enum {
-    SW_START,       /* hz, hp and dw = a pt + hp - ft at once (newton's `fs`) */
+    SW_START,       /* hz, hp and dw = -(a pt + hp - ft) at once (newton's `fs`) */
     SW_Z0,          /* z = -hz / a: a linear step's coordinates at w = 0 */
-    SW_RHS,         /* dw = r(0) = a p + hp - F there */
-    SW_DIRECT,      /* w = -dw (the solve of r(0) + J w = 0), z from w */
+    SW_RHS,         /* dw = -r(0) = -(a p + hp - F) there */
+    SW_DIRECT,      /* w solved from J w = -r(0): z from w */
     SW_Z,           /* z = (w - hz) / a */
     SW_RESIDUAL,    /* dw = r(w), ok: within tolerance */
     SW_UPDATE       /* w -= dw, z from w, ok: dw within tolerance */
@@ -472,7 +472,7 @@ static void sweep_half(void *arg, int h)
             double hpj = hist_at(a1, a2, b1, p0, p1, F0, j);
             hzw[j] = hist_at(a1, a2, b1, z0, z1, w0, j);
             hpw[j] = hpj;
-            dw[j] = a * pt[j] + hpj - ft[j];
+            dw[j] = -(a * pt[j] + hpj - ft[j]);
         }
         break;
     }
@@ -480,11 +480,10 @@ static void sweep_half(void *arg, int h)
         for (int j = j0; j < j1; j++) z[j] = -hz[j] * ia;
         break;
     case SW_RHS:
-        for (int j = j0; j < j1; j++) dw[j] = a * p[j] + hp[j] - F[j];
+        for (int j = j0; j < j1; j++) dw[j] = -(a * p[j] + hp[j] - F[j]);
         break;
     case SW_DIRECT:
         for (int j = j0; j < j1; j++) {
-            w[j] = -dw[j];
             if (!isfinite(w[j])) {
                 bad = j;
                 break;
@@ -554,7 +553,7 @@ static int newton(emn_integ *it, double tnew, double a, const double *hz, const 
         /* p and F at w = 0 are the time parts but on a few rows: the
          * history and the right-hand side in one pass, then those rows */
         if (run(&S, SW_START) >= 0) return 1;
-        emn_form_rest_fix(f, hz, a, S.ia, hp, it->dw);
+        emn_form_rest_fix(f, hz, a, S.ia, hp, it->dw);     /* negated too */
     } else if (linear && direct) {
         if (run(&S, SW_Z0) >= 0) return 1;
         emn_form_eval_rest(f, it->ztry, it->ptry, it->Ftry);
@@ -564,8 +563,15 @@ static int newton(emn_integ *it, double tnew, double a, const double *hz, const 
         it->st.newton++;
         emn_lu *lu = newton_lu(it, a, it->ztry, it->wtry, true);
         if (!lu) return 1;
+        /* the right-hand side is -r(0), so its solve is w itself: the
+         * arrays trade places instead of a pass copying one into the
+         * other (negating before the solve or after it gives the same
+         * numbers: rounding is symmetric) */
         emn_lu_solve(lu, it->dw);
         it->st.solves++;
+        double *t = it->wtry;
+        it->wtry = it->dw;
+        it->dw = t;
         if (run(&S, SW_DIRECT) >= 0) return 1;
         iter = 1;
     } else if (run(&S, SW_Z) >= 0) {
