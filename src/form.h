@@ -244,9 +244,8 @@ void emn_form_eval_rest(const emn_form *f, const double *z, double *p, double *F
  * p and F at w = 0 for its pt and ft. */
 int emn_form_rest_rows(const emn_form *f);
 /* dw_i = -(a p_i + hp_i - F_i) on those rows (the right-hand side of a
- * linear step's solve for w, which is minus the residual at w = 0), with
- * p and F at z = -hz / a
- * (ia = 1 / a), summed as emn_form_eval_rest sums them. */
+ * linear step's solve for w, minus the residual at w = 0), with p and F
+ * at z = -hz / a (ia = 1 / a), summed as emn_form_eval_rest sums them. */
 void emn_form_rest_fix(const emn_form *f, const double *hz, double a, double ia, const double *hp, double *dw);
 
 /* Fill f->J.Ax with the Newton matrix for leading coefficient a. */
