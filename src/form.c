@@ -2050,36 +2050,6 @@ static int first_bad_lane(const double *out, int nrow, int nb)
     return -1;
 }
 
-/* y += M x; with scale, the magnitudes of the products are summed there
- * too.  Row by row: a row's sums are kept in registers and stored once,
- * and only the rows with entries are visited (dp/dz and dF/dz have few:
- * inductors, springs). */
-static void cmat_add(const emn_cmat *M, const double *x, double *y, double *scale, int r0, int r1)
-{
-    const int *ptr = M->rptr, *col = M->col, *rows = M->rows;
-    const double *val = M->val;
-    if (!scale) {
-        for (int r = r0; r < r1; r++) {
-            int i = rows[r];
-            double s = y[i];
-            for (int k = ptr[i]; k < ptr[i + 1]; k++) s += val[k] * x[col[k]];
-            y[i] = s;
-        }
-        return;
-    }
-    for (int r = r0; r < r1; r++) {
-        int i = rows[r];
-        double s = y[i], a = scale[i];
-        for (int k = ptr[i]; k < ptr[i + 1]; k++) {
-            double d = val[k] * x[col[k]];
-            s += d;
-            a += fabs(d);
-        }
-        y[i] = s;
-        scale[i] = a;
-    }
-}
-
 /* The linear part of an evaluation: p, F (and scale) = the constant and
  * time parts plus the four matrices times z and w; with `rest`, at w = 0
  * and without scale (emn_form_eval_rest). */
@@ -2113,6 +2083,17 @@ static inline double row_add(const emn_cmat *M, int *r, int end, int i, const do
     }
     *a = m;
     return s;
+}
+
+/* y += M x over M's rows [r0, r1); with scale, the magnitudes of the
+ * products are summed there too.  Only the rows with entries are
+ * visited (dp/dz and dF/dz have few: inductors, springs). */
+static void cmat_add(const emn_cmat *M, const double *x, double *y, double *scale, int r0, int r1)
+{
+    for (int r = r0; r < r1;) {
+        int i = M->rows[r];
+        y[i] = row_add(M, &r, r1, i, x, y[i], scale ? &scale[i] : NULL);
+    }
 }
 
 /* Rows [i0, i1) of it, from position r0[q] to r1[q] of lin[q]'s rows:
