@@ -395,8 +395,8 @@ enum {
     SW_START,       /* hz, hp and dw = -(a pt + hp - ft) at once (newton's `fs`) */
     SW_Z0,          /* z = -hz / a: a linear step's coordinates at w = 0 */
     SW_RHS,         /* dw = -r(0) = -(a p + hp - F) there */
-    SW_DIRECT,      /* w solved from J w = -r(0): z from w */
-    SW_Z,           /* z = (w - hz) / a */
+    SW_Z,           /* z = (w - hz) / a, up to a non-finite w (the predictor's, or
+                     * a linear step's solved from J w = -r(0)) */
     SW_RESIDUAL,    /* dw = r(w), ok: within tolerance */
     SW_UPDATE       /* w -= dw, z from w, ok: dw within tolerance */
 };
@@ -482,7 +482,7 @@ static void sweep_half(void *arg, int h)
     case SW_RHS:
         for (int j = j0; j < j1; j++) dw[j] = -(a * p[j] + hp[j] - F[j]);
         break;
-    case SW_DIRECT:
+    case SW_Z:
         for (int j = j0; j < j1; j++) {
             if (!isfinite(w[j])) {
                 bad = j;
@@ -490,9 +490,6 @@ static void sweep_half(void *arg, int h)
             }
             z[j] = (w[j] - hz[j]) * ia;
         }
-        break;
-    case SW_Z:
-        for (int j = j0; j < j1; j++) z[j] = (w[j] - hz[j]) * ia;
         break;
     case SW_RESIDUAL: {
         int je = etol_end(it, j0, j1);
@@ -572,7 +569,7 @@ static int newton(emn_integ *it, double tnew, double a, const double *hz, const 
         double *t = it->wtry;
         it->wtry = it->dw;
         it->dw = t;
-        if (run(&S, SW_DIRECT) >= 0) return 1;
+        if (run(&S, SW_Z) >= 0) return 1;
         iter = 1;
     } else if (run(&S, SW_Z) >= 0) {
         return 1;
