@@ -61,7 +61,7 @@
 
 /* From this many multiply-adds on, an L D L' factorization is made
  * supernodally (super_factor), its dense blocks by gemm_sub, and solved
- * so (solve_super).  Below it the blocks are too small to pay for their
+ * so (super_solve_in).  Below it the blocks are too small to pay for their
  * bookkeeping, measured on the machine of bench/RESULTS.md: a 10^4-node
  * mesh (1.2e7) takes as long either way, ibmpg1t's package grid (3.5e6)
  * longer and 5 MB more.  A 10^6-node mesh (1.3e10) factors in about
@@ -235,13 +235,19 @@ struct emn_lu {
     struct ldl_pattern *pat;    /* the owner's */
     int *mirror;                /* the owner's: where each entry's transpose is, or -1 */
     double *Lx;                 /* L below the diagonal, in pat's columns */
+    /* A supernodal L may be kept rounded to single precision instead, in
+     * Lf, where the owner's user allows (emn_lu_allow_single); `single`
+     * if the valid one is so kept */
+    float *Lf;
+    double single_err;          /* the owner's: 0, never; else the probe's limit */
+    bool single;
     long pat_id;                /* the owner's: analyses made; others: the one Lx is laid out for */
     double *dinv;               /* n: 1 / D, a multiply per solve, not a divide */
     /* the owner's, for the solves of all that share its analysis (one
      * solve at a time): n numbers, and the halves' updates of the top
      * (see ldl_pattern) */
     double *work, *topbuf;
-    double *sbuf;               /* the owner's: a supernode's rows, for each half (solve_super) */
+    double *sbuf;               /* the owner's: a supernode's rows, for each half (super_solve_in) */
     bool use_ldl;               /* the valid factorization is Lx, not num */
     bool ldl_failed;            /* not positive definite once: KLU from then on */
     double super_flops;         /* the owner's: from this size of L D L' on, supernodal */
@@ -358,13 +364,15 @@ static void drop_ldl(emn_lu *lu)
     free_pattern(&lu->pat, lu->cc);
     free(lu->mirror);
     free(lu->Lx);
+    free(lu->Lf);
     free(lu->dinv);
     free(lu->work);
     free(lu->topbuf);
     free(lu->sbuf);
     lu->mirror = NULL;
     lu->Lx = lu->dinv = lu->work = lu->topbuf = lu->sbuf = NULL;
-    lu->use_ldl = lu->ldl_failed = false;
+    lu->Lf = NULL;
+    lu->use_ldl = lu->ldl_failed = lu->single = false;
 }
 
 static void drop_parts(emn_lu *lu)
@@ -707,7 +715,7 @@ typedef struct ldl_pattern {
     int *split;             /* per column below the top: where its rows in the top begin */
     /* A large factorization (EMN_LDL_SUPER_FLOPS) is a supernodal L L'
      * in the same order (super_factor), whose dense blocks are worked on
-     * as such and kept so for the solves (solve_super), in Lx; Li and
+     * as such and kept so for the solves (super_solve_in), in Lx; Li and
      * split are then not used.  Its ns supernodes (super_analysis):
      * supernode s holds columns [sup[s], sup[s + 1]), their rows
      * sls[spi[s] .. spi[s + 1]) (its own columns first, then ascending),
@@ -721,6 +729,7 @@ typedef struct ldl_pattern {
     size_t *spx, xsize;
     double *cwork;
     int *swork;
+    double *xd;             /* where a factorization to be kept in single precision is made */
     int s_n0, s_t0, maxrow;
     size_t csize;
     /* the factorization's workspace: x is zero between rows; the stack and
@@ -736,7 +745,7 @@ static void free_pattern(ldl_pattern **pp, cholmod_common *cc)
     free(pat->perm); free(pat->pinv); free(pat->parent); free(pat->Lp); free(pat->Li); free(pat->split);
     free(pat->x); free(pat->flag); free(pat->stack); free(pat->path); free(pat->fill);
     free(pat->sup); free(pat->spi); free(pat->sls); free(pat->smap); free(pat->spx);
-    free(pat->cwork); free(pat->swork);
+    free(pat->cwork); free(pat->swork); free(pat->xd);
     free(pat);
     *pp = NULL;
 }
@@ -1306,6 +1315,49 @@ static bool super_factor(ldl_pattern *pat, const emn_sparse *A, double *X, doubl
     return true;
 }
 
+static void super_solve_in(const ldl_pattern *pat, const emn_lu *o, const double *X, const float *Xf, double *y);
+
+/* The supernodal L L' of A just made in pat->xd kept by lu: rounded to
+ * single precision in lu->Lf if solves with that come within maxerr of
+ * known solutions (emn_lu_allow_single), else as it is, the workspace
+ * becoming lu's Lx and lu's former Lx (if any) the workspace.  The
+ * probes are x = 1 everywhere and x of alternating signs, b = A x.  The
+ * first is a circuit's common mode: the direction a matrix of
+ * conductances (off the diagonal all <= 0) holds least stiffly has all
+ * its entries of one sign, and so leans on it.  A probe of random signs
+ * alone did not: on a grid of 1e9 S links and 0.04 S to ground it found
+ * solves in single precision good to 1e-7 while the transient's were off
+ * by 2e-4 V, and the common mode finds them off by 0.1 to 100. */
+static void keep_super(emn_lu *lu, const emn_lu *o, ldl_pattern *pat, const emn_sparse *A, double maxerr)
+{
+    size_t nx = lx_size(pat), n = (size_t)pat->n;
+    if (!lu->Lf) lu->Lf = emn_xmalloc((nx + 1) * sizeof(float));
+    const double *x = pat->xd;
+    float *f = lu->Lf;
+    for (size_t q = 0; q < nx; q++) f[q] = (float)x[q];
+    double *xt = emn_xmalloc(3 * (n + 1) * sizeof(double)), *b = xt + n + 1, *y = b + n + 1;
+    double err = 0;
+    for (int probe = 0; probe < 2; probe++) {
+        for (size_t i = 0; i < n; i++) xt[i] = probe && i % 2 ? -1 : 1;
+        emn_sparse_matvec(A, xt, b);
+        for (size_t k = 0; k < n; k++) y[k] = b[pat->perm[k]];
+        super_solve_in(pat, o, NULL, lu->Lf, y);
+        for (size_t k = 0; k < n; k++) err = fmax(err, fabs(y[k] - xt[pat->perm[k]]));
+    }
+    free(xt);
+    lu->single = err <= maxerr;
+    if (lu->single) {
+        free(lu->Lx);
+        lu->Lx = NULL;
+    } else {
+        double *t = lu->Lx;
+        lu->Lx = pat->xd;
+        pat->xd = t;
+        free(lu->Lf);
+        lu->Lf = NULL;
+    }
+}
+
 /* L D L' of a symmetric A.  Returns 0, or -1 if a pivot is not positive
  * and clearly above rounding of its diagonal entry (the matrix is
  * indefinite or singular to working precision: KLU decides, and names
@@ -1322,11 +1374,17 @@ static int factor_ldl(emn_lu *lu, const emn_sparse *A)
     int n = A->n, t0 = pat->t0;
     if (lu != o && lu->pat_id != o->pat_id) {   /* laid out for an analysis since replaced */
         free(lu->Lx);
+        free(lu->Lf);
         free(lu->dinv);
         lu->Lx = lu->dinv = NULL;
+        lu->Lf = NULL;
         lu->pat_id = o->pat_id;
     }
-    if (!lu->Lx) {
+    /* one that may be kept in single precision is made in the pattern's
+     * workspace (its own Lx, if it has one, is the workspace after) */
+    bool try_single = o->single_err > 0 && pat->ns;
+    if (try_single && !pat->xd) pat->xd = emn_xmalloc((lx_size(pat) + 1) * sizeof(double));
+    if (!lu->Lx && !try_single) {
         lu->Lx = emn_xmalloc((lx_size(pat) + 1) * sizeof(double));
         if (!pat->ns) lu->dinv = emn_xmalloc(((size_t)n + 1) * sizeof(double));     /* L L': no D */
     }
@@ -1336,12 +1394,14 @@ static int factor_ldl(emn_lu *lu, const emn_sparse *A)
         if (pat->ns) o->sbuf = emn_xmalloc(2 * ((size_t)pat->maxrow + 1) * sizeof(double));
     }
     if (lu->use_ldl) lu->use_ldl = lu->valid = false;   /* refactored in place */
+    lu->single = false;
     lu->stats.ldl++;
     double lo, hi;
     if (pat->ns) {
         lu->stats.super++;
         if (pat->s_t0 > 0) lu->stats.super_halves++;
-        if (!super_factor(pat, A, lu->Lx, &lo, &hi)) return -1;
+        if (!super_factor(pat, A, try_single ? pat->xd : lu->Lx, &lo, &hi)) return -1;
+        if (try_single) keep_super(lu, o, pat, A, o->single_err);
     } else {
         ldl_job J = {pat, A, lu->Lx, lu->dinv, {true, true}, {{INFINITY, 0}, {INFINITY, 0}}};
         if (t0 > 0) emn_par_two(ldl_half, &J);
@@ -1362,6 +1422,7 @@ static int factor_ldl(emn_lu *lu, const emn_sparse *A)
     klu_free_numeric(&lu->num, &lu->common);
     lu->rcond = lo / hi;
     lu->use_ldl = lu->valid = true;
+    if (lu->single) lu->stats.single++;
     return 0;
 }
 
@@ -1449,70 +1510,90 @@ static void backward_half(void *arg, int h)
     backward_cols(pat, H->lu->Lx, H->lu->dinv, H->y, h ? pat->n0 : 0, h ? pat->t0 : pat->n0);
 }
 
-/* Solves with a supernodal L L' (Lx in pat's supernodal layout): each
+typedef struct super_solve {
+    const ldl_pattern *pat;
+    const double *X;
+    const float *Xf;        /* L in single precision instead, or NULL */
+    double *y, *topbuf, *sbuf;
+} super_solve;
+
+/* The passes for L's numbers of type T (double, or float: rounded to
+ * single precision, the arithmetic still in double), from S->X or
+ * S->Xf. */
+#define EMN_SUPER_PASSES(T, XS, FORWARD, BACKWARD) \
+static void FORWARD(const super_solve *S, int s0, int s1, int lim, double *top, double *buf) \
+{ \
+    const int *Super = S->pat->sup, *Pi = S->pat->spi, *Ls = S->pat->sls; \
+    const size_t *Px = S->pat->spx; \
+    double *y = S->y; \
+    for (int s = s0; s < s1; s++) { \
+        int k1 = Super[s], ncol = Super[s + 1] - k1, nrow = Pi[s + 1] - Pi[s]; \
+        const int *rows = Ls + Pi[s]; \
+        const T *X = S->XS + Px[s]; \
+        for (int i = 0; i < nrow; i++) buf[i] = rows[i] < lim ? y[rows[i]] : 0; \
+        for (int c = 0; c < ncol; c++) { \
+            const T *x = X + (size_t)c * nrow; \
+            double b = buf[c] / x[c]; \
+            buf[c] = b; \
+            for (int i = c + 1; i < nrow; i++) buf[i] -= x[i] * b; \
+        } \
+        for (int i = 0; i < nrow; i++) { \
+            if (rows[i] < lim) y[rows[i]] = buf[i]; \
+            else top[rows[i] - lim] += buf[i]; \
+        } \
+    } \
+} \
+\
+/* from each column's last row up, so that the whole block is read as \
+ * one descending stream, which the processor fetches ahead (column by \
+ * column upwards, each read downwards, it did not); four partial sums: \
+ * one would wait on each add */ \
+static void BACKWARD(const super_solve *S, int s0, int s1, double *buf) \
+{ \
+    const int *Super = S->pat->sup, *Pi = S->pat->spi, *Ls = S->pat->sls; \
+    const size_t *Px = S->pat->spx; \
+    double *y = S->y; \
+    for (int s = s1 - 1; s >= s0; s--) { \
+        int k1 = Super[s], ncol = Super[s + 1] - k1, nrow = Pi[s + 1] - Pi[s]; \
+        const int *rows = Ls + Pi[s]; \
+        const T *X = S->XS + Px[s]; \
+        for (int i = 0; i < nrow; i++) buf[i] = y[rows[i]]; \
+        for (int c = ncol - 1; c >= 0; c--) { \
+            const T *x = X + (size_t)c * nrow; \
+            double t0 = 0, t1 = 0, t2 = 0, t3 = 0; \
+            int i = nrow; \
+            for (; i - 4 > c; i -= 4) { \
+                t0 += x[i - 1] * buf[i - 1]; \
+                t1 += x[i - 2] * buf[i - 2]; \
+                t2 += x[i - 3] * buf[i - 3]; \
+                t3 += x[i - 4] * buf[i - 4]; \
+            } \
+            for (; i - 1 > c; i--) t0 += x[i - 1] * buf[i - 1]; \
+            buf[c] = (buf[c] - ((t0 + t1) + (t2 + t3))) / x[c]; \
+        } \
+        for (int c = 0; c < ncol; c++) y[k1 + c] = buf[c]; \
+    } \
+}
+
+/* Solves with a supernodal L L' (in pat's supernodal layout): each
  * supernode's rows are gathered into buf, worked on as a dense block
  * (its columns contiguous) and put back.  Forward, L y = y over
  * supernodes [s0, s1): rows past lim are not y's to write (the top, in a
  * half) and go to top[row - lim] as updates.  Backward, L' x = y over the
  * same, from the last: the rows below a supernode are final by then. */
-typedef struct super_solve {
-    const ldl_pattern *pat;
-    const double *X;
-    double *y, *topbuf, *sbuf;
-} super_solve;
+EMN_SUPER_PASSES(double, X, forward_double, backward_double)
+EMN_SUPER_PASSES(float, Xf, forward_single, backward_single)
 
 static void super_forward(const super_solve *S, int s0, int s1, int lim, double *top, double *buf)
 {
-    const int *Super = S->pat->sup, *Pi = S->pat->spi, *Ls = S->pat->sls;
-    const size_t *Px = S->pat->spx;
-    double *y = S->y;
-    for (int s = s0; s < s1; s++) {
-        int k1 = Super[s], ncol = Super[s + 1] - k1, nrow = Pi[s + 1] - Pi[s];
-        const int *rows = Ls + Pi[s];
-        const double *X = S->X + Px[s];
-        for (int i = 0; i < nrow; i++) buf[i] = rows[i] < lim ? y[rows[i]] : 0;
-        for (int c = 0; c < ncol; c++) {
-            const double *x = X + (size_t)c * nrow;
-            double b = buf[c] / x[c];
-            buf[c] = b;
-            for (int i = c + 1; i < nrow; i++) buf[i] -= x[i] * b;
-        }
-        for (int i = 0; i < nrow; i++) {
-            if (rows[i] < lim) y[rows[i]] = buf[i];
-            else top[rows[i] - lim] += buf[i];
-        }
-    }
+    if (S->Xf) forward_single(S, s0, s1, lim, top, buf);
+    else forward_double(S, s0, s1, lim, top, buf);
 }
 
 static void super_backward(const super_solve *S, int s0, int s1, double *buf)
 {
-    const int *Super = S->pat->sup, *Pi = S->pat->spi, *Ls = S->pat->sls;
-    const size_t *Px = S->pat->spx;
-    double *y = S->y;
-    for (int s = s1 - 1; s >= s0; s--) {
-        int k1 = Super[s], ncol = Super[s + 1] - k1, nrow = Pi[s + 1] - Pi[s];
-        const int *rows = Ls + Pi[s];
-        const double *X = S->X + Px[s];
-        for (int i = 0; i < nrow; i++) buf[i] = y[rows[i]];
-        for (int c = ncol - 1; c >= 0; c--) {
-            const double *x = X + (size_t)c * nrow;
-            /* from the column's last row up, so that the whole block is
-             * read as one descending stream, which the processor fetches
-             * ahead (column by column upwards, each read downwards, it
-             * did not); four partial sums: one would wait on each add */
-            double t0 = 0, t1 = 0, t2 = 0, t3 = 0;
-            int i = nrow;
-            for (; i - 4 > c; i -= 4) {
-                t0 += x[i - 1] * buf[i - 1];
-                t1 += x[i - 2] * buf[i - 2];
-                t2 += x[i - 3] * buf[i - 3];
-                t3 += x[i - 4] * buf[i - 4];
-            }
-            for (; i - 1 > c; i--) t0 += x[i - 1] * buf[i - 1];
-            buf[c] = (buf[c] - ((t0 + t1) + (t2 + t3))) / x[c];
-        }
-        for (int c = 0; c < ncol; c++) y[k1 + c] = buf[c];
-    }
+    if (S->Xf) backward_single(S, s0, s1, buf);
+    else backward_double(S, s0, s1, buf);
 }
 
 static void super_forward_half(void *arg, int h)
@@ -1538,13 +1619,11 @@ static void super_backward_half(void *arg, int h)
  * halves' forward passes side by side, their updates of the top added in
  * a fixed order, the top forward and backward, the halves' backward
  * passes side by side. */
-static void solve_super(emn_lu *lu, const emn_lu *o, double *y)
+static void super_solve_in(const ldl_pattern *pat, const emn_lu *o, const double *X, const float *Xf, double *y)
 {
-    const ldl_pattern *pat = o->pat;
     int ns = pat->ns, n = pat->n, t0 = pat->t0;
-    super_solve S = {pat, lu->Lx, y, o->topbuf, o->sbuf};
+    super_solve S = {pat, X, Xf, y, o->topbuf, o->sbuf};
     if (pat->s_t0 > 0) {
-        lu->stats.halves++;
         emn_par_two(super_forward_half, &S);
         const double *top0 = o->topbuf, *top1 = o->topbuf + (n - t0);
         for (int i = 0; i < n - t0; i++) y[t0 + i] = (y[t0 + i] + top0[i]) + top1[i];
@@ -1571,7 +1650,8 @@ static void solve_ldl(emn_lu *lu, double *b)
     int n = lu->n, t0 = pat->t0;
     for (int k = 0; k < n; k++) y[k] = b[P[k]];
     if (pat->ns) {
-        solve_super(lu, o, y);
+        if (pat->s_t0 > 0) lu->stats.halves++;
+        super_solve_in(pat, o, lu->single ? NULL : lu->Lx, lu->single ? lu->Lf : NULL, y);
     } else if (t0 > 0) {
         halves H = {pat, lu, y, o->topbuf};
         lu->stats.halves++;
@@ -2181,6 +2261,8 @@ size_t emn_lu_bytes(const emn_lu *lu)
     size_t b = lu->common.memusage;
     const emn_lu *o = lu->share ? lu->share : lu;
     if (lu->Lx && o->pat) b += lx_size(o->pat) * sizeof(double);      /* L */
+    if (lu->Lf && o->pat) b += lx_size(o->pat) * sizeof(float);
+    if (lu == o && o->pat && o->pat->xd) b += lx_size(o->pat) * sizeof(double);   /* the workspace */
     if (lu->dinv && o->pat) b += (size_t)o->pat->n * sizeof(double);  /* 1/D */
     for (int h = 0; h < 2; h++)
         if (lu->part[h]) b += emn_lu_bytes(lu->part[h]);
@@ -2192,6 +2274,16 @@ void emn_lu_borrow(emn_lu *lu)
 {
     assert(lu->n < 0 && !lu->share);
     lu->borrow = true;
+}
+
+void emn_lu_allow_single(emn_lu *lu, double maxerr)
+{
+    lu->single_err = maxerr;
+}
+
+bool emn_lu_single(const emn_lu *lu)
+{
+    return lu->valid && lu->use_ldl && lu->single;
 }
 
 void emn_lu_set_super_flops(emn_lu *lu, double flops)

@@ -74,6 +74,7 @@ typedef struct emn_lu_stats {
     long parts;             /* KLU factorizations made as two independent groups (sparse.c) */
     long tiny;              /* factorizations made as small dense blocks (sparse.c) */
     long hinted;            /* L D L' analyses made in the order hinted (emn_lu_hint_order) */
+    long single;            /* supernodal L L' factorizations kept in single precision */
 } emn_lu_stats;
 
 emn_lu *emn_lu_new(void);
@@ -103,6 +104,18 @@ const emn_lu_stats *emn_lu_get_stats(const emn_lu *lu);
  * analysis.  For tests, which need the path at sizes that run in
  * milliseconds. */
 void emn_lu_set_super_flops(emn_lu *lu, double flops);
+/* On the LU that makes the analysis: its supernodal factorizations, and
+ * those of the LUs that share its analysis, may be kept rounded to
+ * single precision (0: never, the default): half the memory, and less to
+ * stream through in each solve.  Each is kept so only if a probe (a
+ * right-hand side of 1s and -1s) solved with it agrees with the solve in
+ * double to a relative maxerr; the solves' arithmetic stays in double.
+ * For a caller whose solutions need to be good to maxerr only (a
+ * transient step, to its error tolerance) and who tests each one's
+ * residual, as a Newton iteration does. */
+void emn_lu_allow_single(emn_lu *lu, double maxerr);
+/* True if lu's valid factorization is kept in single precision. */
+bool emn_lu_single(const emn_lu *lu);
 /* Before its first factorization: lu keeps no copy of the matrices it
  * factors, only pointers to their pattern, which must then stay as they
  * are while lu uses them (an operating point's matrix, made once and

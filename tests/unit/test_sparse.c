@@ -595,6 +595,85 @@ static void test_super(void)
     emn_sparse_free(&A);
 }
 
+/* A large L L' kept in single precision (emn_lu_allow_single), on a
+ * diagonally dominant grid, and by an LU sharing the analysis: half the
+ * bytes of the same factorization in double, a first solution with the residual of single
+ * precision (about 1e-7, far above double's 1e-16), and three steps of
+ * refinement (r = b - A x, solved, added; the residual in double) reach
+ * double's solution.  A network of conductances over twelve decades
+ * keeps double. */
+static void test_single(void)
+{
+    int side = 120, n = side * side;
+    emn_sparse A;
+    emn_sparse_init(&A, n);
+    for (int j = 0; j < n; j++) {
+        emn_sparse_reserve(&A, j, j);
+        if (j % side) emn_sparse_reserve(&A, j - 1, j), emn_sparse_reserve(&A, j, j - 1);
+        if (j >= side) emn_sparse_reserve(&A, j - side, j), emn_sparse_reserve(&A, j, j - side);
+    }
+    emn_sparse_finalize(&A);
+    for (int j = 0; j < n; j++)
+        for (int p = A.Ap[j]; p < A.Ap[j + 1]; p++) A.Ax[p] = A.Ai[p] == j ? 4.5 : -1;
+    double *b = emn_xmalloc((size_t)n * sizeof *b), *x = emn_xmalloc((size_t)n * sizeof *x);
+    double *y = emn_xmalloc((size_t)n * sizeof *y), *r = emn_xmalloc((size_t)n * sizeof *r);
+    for (int i = 0; i < n; i++) b[i] = y[i] = rnd_unit();
+    emn_lu *dbl = emn_lu_new();
+    emn_lu_set_super_flops(dbl, 0);
+    bool good = emn_lu_factor(dbl, &A, NULL) == 0 && emn_lu_solve(dbl, y) == 0;
+    ok(good && !emn_lu_single(dbl) && emn_lu_get_stats(dbl)->super == 1,
+       "single: by default a supernodal L L' is kept in double");
+    double bytes_d = (double)emn_lu_bytes(dbl);
+    emn_lu *owner = emn_lu_new(), *other = emn_lu_new_sharing(owner);
+    emn_lu_set_super_flops(owner, 0);
+    emn_lu_allow_single(owner, 1e-5);
+    for (int k = 0; k < 2; k++) {
+        emn_lu *lu = k ? other : owner;
+        const char *who = k ? "a sharing LU" : "the analysis's LU";
+        const emn_lu_stats *st = emn_lu_get_stats(lu);
+        memcpy(x, b, (size_t)n * sizeof *x);
+        good = emn_lu_factor(lu, &A, NULL) == 0 && emn_lu_solve(lu, x) == 0;
+        double res = residual(&A, x, b), part = (double)emn_lu_bytes(lu) / bytes_d;
+        /* the analysis's LU also holds the analysis, and the workspace
+         * in double that a factorization is made in */
+        ok(good && emn_lu_single(lu) && st->single == 1 && st->super == 1 && (k ? part <= 0.5 : part > 1.4),
+           "single: %s keeps it in single precision (%ld), in %.3f of the bytes of the LU in double", who,
+           st->single, part);
+        ok(res > 1e-12 && res < 1e-6, "single: %s: the first solve's ||Ax-b||/||b|| = %.3g, single precision's",
+           who, res);
+        for (int it = 0; it < 3; it++) {
+            emn_sparse_matvec(&A, x, r);
+            for (int i = 0; i < n; i++) r[i] = b[i] - r[i];
+            emn_lu_solve(lu, r);
+            for (int i = 0; i < n; i++) x[i] += r[i];
+        }
+        res = residual(&A, x, b);
+        double rel = apart(x, y, n);
+        ok(res < 1e-14 && rel < 1e-13, "single: %s: refined three times, ||Ax-b||/||b|| = %.3g, %.3g from double's x",
+           who, res, rel);
+    }
+    emn_lu_free(&other);
+    emn_lu_free(&owner);
+    emn_lu_free(&dbl);
+    emn_sparse_free(&A);
+    network(&A, 60, 1.0, 4242);
+    n = A.n;
+    for (int i = 0; i < n; i++) b[i] = x[i] = rnd_unit();
+    owner = emn_lu_new();
+    emn_lu_set_super_flops(owner, 0);
+    emn_lu_allow_single(owner, 1e-5);
+    good = emn_lu_factor(owner, &A, NULL) == 0 && emn_lu_solve(owner, x) == 0;
+    double res = residual(&A, x, b);
+    ok(good && !emn_lu_single(owner) && emn_lu_get_stats(owner)->single == 0 && emn_lu_get_stats(owner)->super == 1 &&
+       res < 1e-12, "single: a network of conductances over twelve decades stays in double: ||Ax-b||/||b|| = %.3g", res);
+    emn_lu_free(&owner);
+    emn_sparse_free(&A);
+    free(b);
+    free(x);
+    free(y);
+    free(r);
+}
+
 /* An order hinted for a large grid (emn_lu_hint_order), where METIS
  * would otherwise be run: the order an analysis of the same grid chose is
  * taken (the same fill, the same bytes) and solves it; the natural order,
@@ -1047,6 +1126,7 @@ int main(void)
     test_hint();
     test_super_dense();
     test_super_random();
+    test_single();
     test_parts();
     test_tiny();
     test_large_build();
