@@ -85,6 +85,10 @@ static void mech_tolerances(emn_integ *it, int j0, int j1)
     }
 }
 
+/* What part of the relative error tolerance a solve with a factorization
+ * kept in single precision may be off by (emn_lu_allow_single). */
+#define EMN_SINGLE_PART 0.01
+
 emn_integ *emn_integ_new(emn_form *f, const emn_integ_opts *o)
 {
     emn_integ *it = emn_xcalloc(1, sizeof *it);
@@ -137,6 +141,13 @@ emn_integ *emn_integ_new(emn_form *f, const emn_integ_opts *o)
     for (int j = f->ne; j < n; j++) it->w_abs[j - f->ne] = it->res_abs[j - f->ne] = 1e-30;
     it->lu = emn_lu_new();
     if (f->order_hint) emn_lu_hint_order(it->lu, f->order_hint);
+    /* A linear circuit's few factorizations serve every step: kept in
+     * single precision, its solves stream half the memory.  A step's
+     * solution needs to be good to its error tolerance, and a
+     * factorization is kept so only where a probe solve is good to a
+     * hundredth of that; the residual test in double still decides
+     * whether to refine. */
+    if (emn_form_is_linear(f)) emn_lu_allow_single(it->lu, EMN_SINGLE_PART * o->reltol);
     /* each cached factorization costs memory in proportion to the
      * circuit: sixteen for small circuits, down to two at 10^6 unknowns to
      * begin with; cache_slot lets it grow once the size of a factorization

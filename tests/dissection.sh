@@ -47,8 +47,11 @@ awk -v n="$1" -v w="$2" 'BEGIN { exit !(n == 101 && w <= 5e-4) }'
 ok $? "220 x 220 RC grid: four nodes at 101 points within 0.5 mV of the RC's ramp response" \
     "rows $1 (want 101), worst $2 V at t = $3"
 echo "# worst $2 V at t = $3"
-awk -v s="$4" 'BEGIN { exit !(s <= 1e-9) }'
-ok $? "220 x 220 RC grid: corner, centre and edge nodes equal (within 1 nV)" "largest spread $4 V"
+# The transient's factorizations are kept in single precision (emnet(1),
+# Integration), whose rounding parts the nodes by some 2e-7 V; a solve in
+# a wrong order would part them by the ramp itself.
+awk -v s="$4" 'BEGIN { exit !(s <= 1e-6) }'
+ok $? "220 x 220 RC grid: corner, centre and edge nodes equal (within 1 uV)" "largest spread $4 V"
 
 # The factorization and solves run in two halves; one core gives the same
 # table to the last digit.
