@@ -107,9 +107,10 @@ void emn_lu_set_super_flops(emn_lu *lu, double flops);
 /* On the LU that makes the analysis: its supernodal factorizations, and
  * those of the LUs that share its analysis, may be kept rounded to
  * single precision (0: never, the default): half the memory, and less to
- * stream through in each solve.  Each is kept so only if a probe (a
- * right-hand side of 1s and -1s) solved with it agrees with the solve in
- * double to a relative maxerr; the solves' arithmetic stays in double.
+ * stream through in each solve.  Each is kept so only if solves with it
+ * come within maxerr of two known solutions of the matrix, 1 everywhere
+ * and alternating signs (sparse.c, keep_super); the solves' arithmetic
+ * stays in double.
  * For a caller whose solutions need to be good to maxerr only (a
  * transient step, to its error tolerance) and who tests each one's
  * residual, as a Newton iteration does. */
