@@ -1342,7 +1342,10 @@ static void keep_super(emn_lu *lu, const emn_lu *o, ldl_pattern *pat, const emn_
         emn_sparse_matvec(A, xt, b);
         for (size_t k = 0; k < n; k++) y[k] = b[pat->perm[k]];
         super_solve_in(pat, o, NULL, lu->Lf, y);
-        for (size_t k = 0; k < n; k++) err = fmax(err, fabs(y[k] - xt[pat->perm[k]]));
+        for (size_t k = 0; k < n; k++) {
+            double d = fabs(y[k] - xt[pat->perm[k]]);
+            err = isnan(d) ? INFINITY : fmax(err, d);     /* NaN: an entry past float's range */
+        }
     }
     free(xt);
     lu->single = err <= maxerr;

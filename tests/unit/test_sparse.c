@@ -601,7 +601,7 @@ static void test_super(void)
  * precision (about 1e-7, far above double's 1e-16), and three steps of
  * refinement (r = b - A x, solved, added; the residual in double) reach
  * double's solution.  A network of conductances over twelve decades
- * keeps double. */
+ * keeps double, and so does a matrix whose L is past float's range. */
 static void test_single(void)
 {
     int side = 120, n = side * side;
@@ -655,6 +655,19 @@ static void test_single(void)
     emn_lu_free(&other);
     emn_lu_free(&owner);
     emn_lu_free(&dbl);
+    /* the same grid times 1e80: L's entries, some 1e40, are past float's
+     * range, so that the probes come out infinite or NaN */
+    for (int p = 0; p < A.nnz; p++) A.Ax[p] *= 1e80;
+    owner = emn_lu_new();
+    emn_lu_set_super_flops(owner, 0);
+    emn_lu_allow_single(owner, 1e-5);
+    memcpy(x, b, (size_t)n * sizeof *x);
+    good = emn_lu_factor(owner, &A, NULL) == 0 && emn_lu_solve(owner, x) == 0;
+    for (int i = 0; i < n; i++) x[i] *= 1e80;
+    double res80 = apart(x, y, n);
+    ok(good && !emn_lu_single(owner) && emn_lu_get_stats(owner)->super == 1 && res80 < 1e-13,
+       "single: scaled by 1e80, past float's range, it stays in double: %.3g from the unscaled x", res80);
+    emn_lu_free(&owner);
     emn_sparse_free(&A);
     network(&A, 60, 1.0, 4242);
     n = A.n;
