@@ -1335,7 +1335,8 @@ static void keep_super(emn_lu *lu, const emn_lu *o, ldl_pattern *pat, const emn_
     const double *x = pat->xd;
     float *f = lu->Lf;
     for (size_t q = 0; q < nx; q++) f[q] = (float)x[q];
-    double *xt = emn_xmalloc(3 * (n + 1) * sizeof(double)), *b = xt + n + 1, *y = b + n + 1;
+    /* y in the solve's own buffer: no solve runs while one factors */
+    double *xt = emn_xmalloc(2 * (n + 1) * sizeof(double)), *b = xt + n + 1, *y = o->work;
     double err = 0;
     for (int probe = 0; probe < 2; probe++) {
         for (size_t i = 0; i < n; i++) xt[i] = probe && i % 2 ? -1 : 1;
