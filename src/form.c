@@ -1075,38 +1075,64 @@ void emn_form_term_locals(const emn_form *f, const emn_term *tm, const double *z
     emn_form_term_params(f, tm, &loc[2 * tm->m], 1);
 }
 
-/* emn_form_duals' plan, made on first use (only outputs that read branch
- * currents or voltages need it).  A linear term's p and F are affine in
- * its locals, with coefficients that depend on its parameters alone:
- * they are evaluated once, at coef + off[i]: p(0) and F(0) (m each), then
- * dp/dv, dp/du, dF/dv, dF/du (m x m each, row a, column b).  Every
- * slot's value and rate is formed once a call (sv, su), and a linear
- * term costs a few multiply-adds instead of its program. */
+/* emn_form_duals' plan (only outputs that read branch currents or
+ * voltages need one): the terms on the slots wanted, and the slots they
+ * reach, whose values and rates a call forms once each (sv, su).  A
+ * linear term's p and F are affine in its locals, with coefficients that
+ * depend on its parameters alone: they are evaluated once, at coef +
+ * off[k]: p(0) and F(0) (m each), then dp/dv, dp/du, dF/dv, dF/du (m x m
+ * each, row a, column b), and the term costs a few multiply-adds instead
+ * of its program. */
 struct emn_duals {
-    long *off;              /* per term; -1: nonlinear, through its program */
+    int *term, nterm;       /* the terms, in order */
+    int *slot, nslot;       /* every slot they reach, in order */
+    long *off;              /* per term of the plan; -1: nonlinear, through its program */
     double *coef;
     double *sv, *su;
 };
 
-static emn_duals *duals_plan(emn_form *f)
+static void duals_free(emn_duals **pd)
+{
+    emn_duals *D = *pd;
+    if (!D) return;
+    free(D->term); free(D->slot); free(D->off); free(D->coef); free(D->sv); free(D->su);
+    free(D);
+    *pd = NULL;
+}
+
+static emn_duals *duals_plan(emn_form *f, const unsigned char *want)
 {
     emn_duals *D = emn_xcalloc(1, sizeof *D);
-    int nt = f->terms.n;
-    size_t ncoef = 0;
-    D->off = emn_xmalloc(((size_t)nt + 1) * sizeof *D->off);
+    int nt = f->terms.n, ns = f->slots.n;
+    unsigned char *reach = emn_xcalloc((size_t)ns + 1, 1);
+    D->term = emn_xmalloc(((size_t)nt + 1) * sizeof *D->term);
     for (int i = 0; i < nt; i++) {
         const emn_term *tm = &f->terms.v[i];
-        D->off[i] = tm->tmpl->linear ? (long)ncoef : -1;
+        bool in = !want;
+        for (int a = 0; a < tm->m && !in; a++) in = want[tm->slot[a]];
+        if (!in) continue;
+        D->term[D->nterm++] = i;
+        for (int a = 0; a < tm->m; a++) reach[tm->slot[a]] = 1;
+    }
+    D->slot = emn_xmalloc(((size_t)ns + 1) * sizeof *D->slot);
+    for (int sl = 0; sl < ns; sl++)
+        if (reach[sl] || !want) D->slot[D->nslot++] = sl;
+    free(reach);
+    size_t ncoef = 0;
+    D->off = emn_xmalloc(((size_t)D->nterm + 1) * sizeof *D->off);
+    for (int k = 0; k < D->nterm; k++) {
+        const emn_term *tm = &f->terms.v[D->term[k]];
+        D->off[k] = tm->tmpl->linear ? (long)ncoef : -1;
         if (tm->tmpl->linear) ncoef += 2 * (size_t)tm->m + 4 * (size_t)tm->m * (size_t)tm->m;
     }
     D->coef = emn_xmalloc((ncoef + 1) * sizeof(double));
     double *loc = f->scratch;
-    for (int i = 0; i < nt; i++) {
-        const emn_term *tm = &f->terms.v[i];
-        if (D->off[i] < 0) continue;
+    for (int k = 0; k < D->nterm; k++) {
+        const emn_term *tm = &f->terms.v[D->term[k]];
+        if (D->off[k] < 0) continue;
         emn_tmpl *t = tm->tmpl;
         int m = t->m;
-        double *c = D->coef + D->off[i];
+        double *c = D->coef + D->off[k];
         for (int v = 0; v < 2 * m; v++) loc[v] = 0;
         emn_form_term_params(f, tm, &loc[2 * m], 1);
         loc[2 * m + NPARAM] = loc[2 * m + NPARAM + 1] = 0;
@@ -1115,23 +1141,33 @@ static emn_duals *duals_plan(emn_form *f)
             c[m + q] = emn_expr_eval(t->F[q], loc);
         }
         const emn_expr *const *d[4] = {t->pv, t->pu, t->Fv, t->Fu};
-        for (int k = 0; k < 4; k++)
-            for (int q = 0; q < m * m; q++) c[2 * m + k * m * m + q] = emn_expr_eval(d[k][q], loc);
+        for (int j = 0; j < 4; j++)
+            for (int q = 0; q < m * m; q++) c[2 * m + j * m * m + q] = emn_expr_eval(d[j][q], loc);
     }
-    D->sv = emn_xmalloc(((size_t)f->slots.n + 1) * sizeof(double));
-    D->su = emn_xmalloc(((size_t)f->slots.n + 1) * sizeof(double));
+    D->sv = emn_xmalloc(((size_t)ns + 1) * sizeof(double));
+    D->su = emn_xmalloc(((size_t)ns + 1) * sizeof(double));
     return D;
+}
+
+void emn_form_duals_want(emn_form *f, const unsigned char *want)
+{
+    duals_free(&f->duals);
+    f->duals = duals_plan(f, want);
 }
 
 void emn_form_duals(emn_form *f, const double *z, const double *w, double *pi, double *Fs)
 {
-    if (!f->duals) f->duals = duals_plan(f);
+    if (!f->duals) f->duals = duals_plan(f, NULL);
     emn_duals *D = f->duals;
-    for (int sl = 0; sl < f->slots.n; sl++) slot_state(f, &f->slots.v[sl], z, w, &D->sv[sl], &D->su[sl]);
-    for (int i = 0; i < f->terms.n; i++) {
-        const emn_term *tm = &f->terms.v[i];
+    for (int k = 0; k < D->nslot; k++) {
+        int sl = D->slot[k];
+        slot_state(f, &f->slots.v[sl], z, w, &D->sv[sl], &D->su[sl]);
+        pi[sl] = Fs[sl] = 0;
+    }
+    for (int k = 0; k < D->nterm; k++) {
+        const emn_term *tm = &f->terms.v[D->term[k]];
         int m = tm->m;
-        if (D->off[i] < 0) {
+        if (D->off[k] < 0) {
             const double *pF = emn_form_term_pF(f, tm, z, w);
             for (int a = 0; a < m; a++) {
                 pi[tm->slot[a]] += pF[a];
@@ -1139,7 +1175,7 @@ void emn_form_duals(emn_form *f, const double *z, const double *w, double *pi, d
             }
             continue;
         }
-        const double *c = D->coef + D->off[i], *pv = c + 2 * m, *pu = pv + m * m, *Fv = pu + m * m,
+        const double *c = D->coef + D->off[k], *pv = c + 2 * m, *pu = pv + m * m, *Fv = pu + m * m,
                      *Fu = Fv + m * m;
         for (int a = 0; a < m; a++) {
             double p = c[a], F = c[m + a];
@@ -1152,15 +1188,6 @@ void emn_form_duals(emn_form *f, const double *z, const double *w, double *pi, d
             Fs[tm->slot[a]] += F;
         }
     }
-}
-
-static void duals_free(emn_duals **pd)
-{
-    emn_duals *D = *pd;
-    if (!D) return;
-    free(D->off); free(D->coef); free(D->sv); free(D->su);
-    free(D);
-    *pd = NULL;
 }
 
 double emn_form_slot_value(const emn_form *f, int sl, const double *z)

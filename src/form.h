@@ -325,11 +325,16 @@ void emn_form_print(const emn_form *f, FILE *out);
  * [m, 2m) of the result, which the next call overwrites (it lives in the
  * formulation's scratch space, as the locals do). */
 const double *emn_form_term_pF(emn_form *f, const emn_term *tm, const double *z, const double *w);
-/* Every term's p and F summed onto its slots: pi[sl] += p, Fs[sl] += F
- * (the branch duals), at (z, w) and the time last set; a linear term's
- * from coefficients evaluated once, a nonlinear one's by its program. */
+/* The branch duals at (z, w) and the time last set: into pi[sl] and
+ * Fs[sl] the sums of p and F of every term on slot sl; a linear term's
+ * from coefficients evaluated once, a nonlinear one's by its program.
+ * Only slots that a term of the plan reaches are written, the others
+ * left as they are: by default every slot; after emn_form_duals_want,
+ * those of the terms on the slots `want` marks (want[sl] nonzero; NULL:
+ * every slot), whose sums are then whole. */
 typedef struct emn_duals emn_duals;
 void emn_form_duals(emn_form *f, const double *z, const double *w, double *pi, double *Fs);
+void emn_form_duals_want(emn_form *f, const unsigned char *want);
 /* A term's local momentum dL/du_a and force dL/dv_a + dP/du_a - dD/du_a
  * of slot a, at local variables loc (see emn_form_term_locals). */
 double emn_tmpl_eval_p(const emn_tmpl *t, int a, const double *loc);

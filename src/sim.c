@@ -56,6 +56,16 @@ typedef struct sim {
     double *ndv;                /* node voltages (charge) */
     double *bcur;               /* branch currents of eliminated branches (flux) */
     double *nodecur;
+    /* What the signals read of them (plan_duals): the slots whose duals
+     * are kept; the nodes kirchhoff walks (charge: those whose voltage
+     * is needed and their ancestors, in torder; flux: the subtrees under
+     * the voltage sources and coils whose current is needed, in reverse)
+     * and the elements whose currents it sums there (flux), marked in
+     * knode_in */
+    int *dsl, ndsl;
+    int *knode, nknode;
+    int *kel, nkel;
+    unsigned char *knode_in;
     /* signals */
     int nsig;
     emn_signal *sig;
@@ -204,9 +214,6 @@ static void mech_state(sim *S, const double *z, const double *w)
 static void branch_duals(sim *S, const double *z, const double *w)
 {
     emn_form *f = S->f;
-    int ns = f->slots.n;
-    memset(S->pi, 0, (size_t)ns * sizeof(double));
-    memset(S->Fs, 0, (size_t)ns * sizeof(double));
     /* only electrical branch slots carry duals; mechanical slots are
      * coordinates and source slots are known */
     emn_form_duals(f, z, w, S->pi, S->Fs);
@@ -237,14 +244,15 @@ static double branch_current(const sim *S, int e, const double *w)
 }
 
 /* Charge formulation: node voltages along the tree.  Flux formulation:
- * currents of voltage sources and coils from the subtrees they feed. */
+ * currents of voltage sources and coils from the subtrees they feed.
+ * Either only where plan_duals found a signal that reads them. */
 static void kirchhoff(sim *S, const double *w)
 {
     const emn_circuit *c = S->c;
     const emn_form *f = S->f;
     if (S->charge) {
-        for (int k = 0; k < S->nn; k++) {
-            int v = f->torder[k];
+        for (int k = 0; k < S->nknode; k++) {
+            int v = S->knode[k];
             int p = f->tparent[v], e = f->telem[v];
             if (p < 0 || e < 0) { S->ndv[v] = 0; continue; }
             double vb = branch_voltage(S, e, w);
@@ -252,20 +260,20 @@ static void kirchhoff(sim *S, const double *w)
         }
         return;
     }
-    memset(S->nodecur, 0, (size_t)S->nn * sizeof(double));
-    for (int e = 0; e < c->elems.n; e++) {
+    for (int k = 0; k < S->nknode; k++) S->nodecur[S->knode[k]] = 0;
+    for (int k = 0; k < S->nkel; k++) {
+        int e = S->kel[k];
         const emn_elem *el = &c->elems.v[e];
-        if (branch_slot(S, e) < 0 || el->kind == EMN_V || el->kind == EMN_T) continue;
         double i = S->pidot[branch_slot(S, e)] - S->Fs[branch_slot(S, e)];
-        S->nodecur[el->node[0]] += i;
-        S->nodecur[el->node[1]] -= i;
+        if (S->knode_in[el->node[0]]) S->nodecur[el->node[0]] += i;
+        if (S->knode_in[el->node[1]]) S->nodecur[el->node[1]] -= i;
     }
-    for (int k = S->nn - 1; k >= 0; k--) {
-        int v = f->torder[k];
+    for (int k = 0; k < S->nknode; k++) {
+        int v = S->knode[k];
         int p = f->tparent[v], e = f->telem[v];
         if (p < 0 || e < 0) continue;
         S->bcur[e] = c->elems.v[e].node[0] == v ? -S->nodecur[v] : S->nodecur[v];
-        S->nodecur[p] += S->nodecur[v];
+        if (S->knode_in[p]) S->nodecur[p] += S->nodecur[v];
     }
 }
 
@@ -459,20 +467,164 @@ static const emn_expr *force_coefficient(emn_arena *ar, const emn_circuit *c, co
     return v ? emn_expr_diff(ar, v, g->mnode) : NULL;
 }
 
-/* Room for the duals, which only some signals need: a slot's worth of
- * numbers five times over is some 3.6 MB on a grid printing node voltages. */
-static void dual_arrays(sim *S)
+/* What of the duals the signals read, traced as signal_value reads
+ * them: marks on slots (want) and nodes (node: charge, a node whose
+ * voltage is needed; flux, the root of a subtree whose current is). */
+typedef struct dneeds {
+    const sim *S;
+    unsigned char *want, *node;
+    int *child;                 /* flux: element -> node below it in the forest, or -1 */
+} dneeds;
+
+static void want_slot(dneeds *N, int e)
+{
+    int sl = branch_slot(N->S, e);
+    if (sl >= 0) N->want[sl] = 1;
+}
+
+static void need_voltage(dneeds *N, int e);
+
+/* charge: a node's voltage, the branch voltages up the tree from it */
+static void need_node(dneeds *N, int v)
+{
+    const sim *S = N->S;
+    if (!S->charge || S->c->nodes.v[v].dom != EMN_DOM_ELEC) return;
+    for (; v >= 0 && !N->node[v]; v = S->f->tparent[v]) {
+        N->node[v] = 1;
+        if (S->f->telem[v] >= 0) need_voltage(N, S->f->telem[v]);
+    }
+}
+
+static void need_voltage(dneeds *N, int e)
+{
+    const sim *S = N->S;
+    if (!S->charge) return;
+    const emn_elem *el = &S->c->elems.v[e];
+    if (el->kind == EMN_I) {
+        need_node(N, el->node[0]);
+        need_node(N, el->node[1]);
+    } else {
+        want_slot(N, e);
+    }
+}
+
+static void need_current(dneeds *N, int e)
+{
+    const sim *S = N->S;
+    if (S->charge) return;
+    emn_kind k = S->c->elems.v[e].kind;
+    if (k != EMN_V && k != EMN_T) want_slot(N, e);
+    else if (N->child[e] >= 0) N->node[N->child[e]] = 1;
+}
+
+static void need_signal(dneeds *N, const emn_signal *g)
+{
+    const sim *S = N->S;
+    const emn_elem *e = g->elem >= 0 ? &S->c->elems.v[g->elem] : NULL;
+    switch (g->kind) {          /* ORDER emn_sigkind */
+    case EMN_SIG_V:
+        need_node(N, g->node[0]);
+        need_node(N, g->node[1]);
+        return;
+    case EMN_SIG_X: return;
+    case EMN_SIG_I: need_current(N, g->elem); return;
+    case EMN_SIG_Q: if (!S->charge) want_slot(N, g->elem); return;
+    case EMN_SIG_PHI: if (S->charge) want_slot(N, g->elem); return;
+    case EMN_SIG_F:
+        if (g->mnode > 0) {
+            if (e->kind == EMN_K) {
+                need_current(N, e->ind[0]);
+                need_current(N, e->ind[1]);
+            } else if (e->kind == EMN_C) {
+                need_voltage(N, g->elem);
+            } else {
+                need_current(N, g->elem);
+            }
+        } else if (e->kind == EMN_T) {
+            need_current(N, g->elem);
+        }
+        return;
+    case EMN_SIG_W:
+        switch (e->kind) {
+        case EMN_C:
+            if (!S->charge) want_slot(N, g->elem);
+            need_voltage(N, g->elem);
+            return;
+        case EMN_L:
+            if (S->charge) want_slot(N, g->elem);
+            need_current(N, g->elem);
+            return;
+        case EMN_R: case EMN_V: case EMN_I:
+            need_voltage(N, g->elem);
+            need_current(N, g->elem);
+            return;
+        default: return;
+        }
+    }
+}
+
+/* Room for the duals, which only some signals need (a slot's worth of
+ * numbers five times over is some 3.6 MB on a grid printing node
+ * voltages), and the plan of what to compute of them at each point:
+ * only what the signals read (an array of 10^4 loudspeakers printing one
+ * coil's current reads one slot, and forming every slot's duals took
+ * half its run), or, with `all`, everything. */
+static void dual_arrays(sim *S, bool all)
 {
     if (S->pi) return;
-    size_t ns = (size_t)S->f->slots.n + 1;
-    S->pi = emn_xcalloc(ns, sizeof(double));
-    S->pidot = emn_xcalloc(ns, sizeof(double));
-    S->pi1 = emn_xcalloc(ns, sizeof(double));
-    S->pi2 = emn_xcalloc(ns, sizeof(double));
-    S->Fs = emn_xcalloc(ns, sizeof(double));
-    S->ndv = emn_xcalloc((size_t)S->nn + 1, sizeof(double));
-    S->nodecur = emn_xcalloc((size_t)S->nn + 1, sizeof(double));
-    S->bcur = emn_xcalloc((size_t)S->ne + 1, sizeof(double));
+    const emn_form *f = S->f;
+    int ns = f->slots.n, nn = S->nn, ne = S->ne;
+    S->pi = emn_xcalloc((size_t)ns + 1, sizeof(double));
+    S->pidot = emn_xcalloc((size_t)ns + 1, sizeof(double));
+    S->pi1 = emn_xcalloc((size_t)ns + 1, sizeof(double));
+    S->pi2 = emn_xcalloc((size_t)ns + 1, sizeof(double));
+    S->Fs = emn_xcalloc((size_t)ns + 1, sizeof(double));
+    S->ndv = emn_xcalloc((size_t)nn + 1, sizeof(double));
+    S->nodecur = emn_xcalloc((size_t)nn + 1, sizeof(double));
+    S->bcur = emn_xcalloc((size_t)ne + 1, sizeof(double));
+
+    dneeds N = {S, emn_xcalloc((size_t)ns + 1, 1), emn_xcalloc((size_t)nn + 1, 1), NULL};
+    if (all) {
+        memset(N.want, 1, (size_t)ns);
+        memset(N.node, 1, (size_t)nn);
+    } else {
+        if (!S->charge) {
+            N.child = emn_xmalloc(((size_t)ne + 1) * sizeof(int));
+            for (int e = 0; e < ne; e++) N.child[e] = -1;
+            for (int v = 0; v < nn; v++)
+                if (f->telem[v] >= 0) N.child[f->telem[v]] = v;
+        }
+        for (int k = 0; k < S->nsig; k++) need_signal(&N, &S->sig[k]);
+        free(N.child);
+        if (!S->charge)         /* the subtrees under the roots marked */
+            for (int k = 0; k < nn; k++) {
+                int v = f->torder[k];
+                if (f->tparent[v] >= 0 && N.node[f->tparent[v]]) N.node[v] = 1;
+            }
+    }
+    S->knode = emn_xmalloc(((size_t)nn + 1) * sizeof(int));
+    S->nknode = 0;
+    for (int k = 0; k < nn; k++) {
+        int v = f->torder[S->charge ? k : nn - 1 - k];
+        if (N.node[v]) S->knode[S->nknode++] = v;
+    }
+    S->kel = emn_xmalloc(((size_t)ne + 1) * sizeof(int));
+    S->nkel = 0;
+    if (!S->charge)             /* the currents into those subtrees */
+        for (int e = 0; e < ne; e++) {
+            const emn_elem *el = &S->c->elems.v[e];
+            if (branch_slot(S, e) < 0 || el->kind == EMN_V || el->kind == EMN_T) continue;
+            if (!N.node[el->node[0]] && !N.node[el->node[1]]) continue;
+            S->kel[S->nkel++] = e;
+            N.want[branch_slot(S, e)] = 1;
+        }
+    S->dsl = emn_xmalloc(((size_t)ns + 1) * sizeof(int));
+    S->ndsl = 0;
+    for (int sl = 0; sl < ns; sl++)
+        if (N.want[sl]) S->dsl[S->ndsl++] = sl;
+    S->knode_in = N.node;
+    emn_form_duals_want(S->f, all ? NULL : N.want);
+    free(N.want);
 }
 
 /* A C(x) or L(x): its value is checked at every step. */
@@ -551,7 +703,7 @@ static void sim_init(sim *S, const emn_circuit *c, emn_form *f, bool want_prints
     for (int i = 0; i < 3; i++) S->pw[i] = emn_xcalloc((size_t)S->nsig + 1, sizeof(double));
     S->integral = emn_xcalloc((size_t)S->nsig + 1, sizeof(bool));
     for (int k = 0; k < S->nsig; k++) S->integral[k] = is_integral(c, &S->sig[k]);
-    if (S->need_dual) dual_arrays(S);
+    if (S->need_dual) dual_arrays(S, false);
 }
 
 static void sim_free(sim *S)
@@ -567,6 +719,7 @@ static void sim_free(sim *S)
     free(S->nx); free(S->nu);
     free(S->pi); free(S->pidot); free(S->pi1); free(S->pi2); free(S->Fs);
     free(S->ndv); free(S->nodecur); free(S->bcur);
+    free(S->dsl); free(S->knode); free(S->kel); free(S->knode_in);
     free(S->sig); free(S->names); free(S->units); free(S->fexpr);
     for (int i = 0; i < 3; i++) free(S->val[i]);
     for (int i = 0; i < 3; i++) free(S->pw[i]);
@@ -845,7 +998,7 @@ int emn_sim_op(const emn_circuit *c, emn_form_kind kind, emn_diag *d, FILE *out)
     S.fexpr = emn_xcalloc((size_t)S.nsig + 1, sizeof(emn_expr *));
     for (int i = 0; i < 3; i++) S.val[i] = emn_xcalloc((size_t)S.nsig + 1, sizeof(double));
     S.need_dual = true;
-    dual_arrays(&S);
+    dual_arrays(&S, true);
     for (int k = 0; k < S.nsig; k++) S.names[k] = (char *)S.sig[k].text;
     int n = f->n, status = EMN_EXIT_OK;
     double *z = emn_xcalloc((size_t)n + 1, sizeof(double)), *w = emn_xcalloc((size_t)n + 1, sizeof(double));
@@ -902,12 +1055,18 @@ static void update_duals(sim *S, const double *z, const double *w, bool start)
     }
     double h1 = it->tpast[0] - it->tpast[1];
     if (it->order < 2 || it->npast < 2) {
-        for (int sl = 0; sl < ns; sl++) S->pidot[sl] = (S->pi[sl] - S->pi1[sl]) / h1;
+        for (int k = 0; k < S->ndsl; k++) {
+            int sl = S->dsl[k];
+            S->pidot[sl] = (S->pi[sl] - S->pi1[sl]) / h1;
+        }
         return;
     }
     double h2 = it->tpast[1] - it->tpast[2];
     double c0 = (2 * h1 + h2) / (h1 * (h1 + h2)), c1 = -(h1 + h2) / (h1 * h2), c2 = h1 / (h2 * (h1 + h2));
-    for (int sl = 0; sl < ns; sl++) S->pidot[sl] = c0 * S->pi[sl] + c1 * S->pi1[sl] + c2 * S->pi2[sl];
+    for (int k = 0; k < S->ndsl; k++) {
+        int sl = S->dsl[k];
+        S->pidot[sl] = c0 * S->pi[sl] + c1 * S->pi1[sl] + c2 * S->pi2[sl];
+    }
 }
 
 /* Name the element that dominates coordinate j's equation. */
@@ -1194,8 +1353,10 @@ int emn_sim_tran(const emn_circuit *c, const emn_sim_opts *o, emn_diag *d, bool 
                 double h1 = it->tpast[1] - t0, h2 = it->tpast[0] - it->tpast[1];
                 double c0 = -(2 * h1 + h2) / (h1 * (h1 + h2)), c1 = (h1 + h2) / (h1 * h2),
                        c2 = -h1 / (h2 * (h1 + h2));
-                for (int sl = 0; sl < ns; sl++)
+                for (int k = 0; k < S.ndsl; k++) {
+                    int sl = S.dsl[k];
                     S.pidot[sl] = c0 * S.pi2[sl] + c1 * S.pi1[sl] + c2 * S.pi[sl];
+                }
             }
             if (ns) {
                 memcpy(S.pi, pi0, (size_t)ns * sizeof(double));
