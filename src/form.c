@@ -33,6 +33,10 @@ struct emn_tmpl {
     const emn_expr **p, **F;          /* m each */
     const emn_expr **pv, **pu, **Fv, **Fu;  /* m*m each, row a (equation), col b */
     emn_tape **tpv, **tpu, **tFv, **tFu;     /* the second derivatives (emn_form_derivatives) */
+    /* m*m, symmetric: whether slots a and b can meet in the Newton matrix,
+     * some second derivative of (a, b) or (b, a) not identically 0; a
+     * voltage source's loops meet in none (its force is a time part) */
+    bool *meet;
     /* one program for the 2m momenta and forces (p first), one for the
      * m*m Newton-matrix entries a pu + pv - Fu - Fv/a, with a and 1/a as
      * locals 2m + NPARAM and 2m + NPARAM + 1 */
@@ -711,6 +715,12 @@ static bool depends_on_state(const emn_expr *e, int m)
     return false;
 }
 
+static bool is_zero(const emn_expr *e)
+{
+    double z;
+    return emn_expr_is_const(e, &z) && z == 0;
+}
+
 static emn_tmpl *make_template(emn_arena *ar, int m, const emn_expr *L, const emn_expr *D,
                                const emn_expr *P)
 {
@@ -742,6 +752,16 @@ static emn_tmpl *make_template(emn_arena *ar, int m, const emn_expr *L, const em
             if (depends_on_state(t->pv[a * m + b], m) || depends_on_state(t->pu[a * m + b], m) ||
                 depends_on_state(t->Fv[a * m + b], m) || depends_on_state(t->Fu[a * m + b], m))
                 t->linear = false;
+        }
+    t->meet = emn_arena_alloc(ar, (size_t)(m * m) * sizeof(bool));
+    for (int a = 0; a < m; a++)
+        for (int b = 0; b <= a; b++) {
+            bool meet = false;
+            for (int k = 0; k < 2 && !meet; k++) {
+                int i = k ? b * m + a : a * m + b;
+                meet = !is_zero(t->pv[i]) || !is_zero(t->pu[i]) || !is_zero(t->Fv[i]) || !is_zero(t->Fu[i]);
+            }
+            t->meet[a * m + b] = t->meet[b * m + a] = meet;
         }
     return t;
 }
@@ -1495,34 +1515,39 @@ static void time_couplings(emn_form *f, const tcouplings *tc)
     free(start);
 }
 
-/* J's pattern: every coordinate pair that shares a term, and the
- * diagonal.  Column j is the union of the coordinates of the terms that
- * touch j, which is what reserving every pair would give after
- * emn_sparse_finalize, without the pairs: in the charge formulation of a
- * grid a long loop puts a hundred coordinates into one resistor's term,
- * and the pairs outnumber J's entries several times (3.7 million for
- * ibmpg1's 0.83 million). */
+/* J's pattern: every coordinate pair that meets in a term (in two of its
+ * slots whose second derivatives are not all 0: tmpl->meet), and the
+ * diagonal.  Column j is the union, over the slots a of the terms that
+ * touch j, of the coordinates of the slots a meets, which is what
+ * reserving every pair would give after emn_sparse_finalize, without the
+ * pairs: in the charge formulation of a grid a long loop puts a hundred
+ * coordinates into one resistor's term, and the pairs outnumber J's
+ * entries several times (3.7 million for ibmpg1's 0.83 million).  A
+ * voltage source's term holds every loop through it and meets none of
+ * them: N actuators on one supply are N small blocks, not one dense one. */
 static void build_pattern(emn_form *f)
 {
     int n = f->n, nt = f->terms.n;
-    /* the terms touching each coordinate, each once: counted, then listed
-     * (tl[tp[j] .. tp[j+1]) are coordinate j's), last[j] the last term
-     * seen at j in this pass */
+    /* the (term, slot) pairs touching each coordinate, each once, as
+     * term << 8 | slot (a term has fewer than 256 slots): counted, then
+     * listed (tl[tp[j] .. tp[j+1]) are coordinate j's), last[j] the last
+     * pair seen at j in this pass */
     int *tp = emn_xcalloc((size_t)n + 2, sizeof(int));
     int *pos = emn_xmalloc(((size_t)n + 1) * sizeof(int));
-    int *last = emn_xmalloc(((size_t)n + 1) * sizeof(int));
-    int *tl = NULL;
+    long *last = emn_xmalloc(((size_t)n + 1) * sizeof(long));
+    long *tl = NULL;
     for (int pass = 0; pass < 2; pass++) {
         for (int j = 0; j < n; j++) last[j] = -1;
         for (int i = 0; i < nt; i++) {
             const emn_term *tm = &f->terms.v[i];
             for (int a = 0; a < tm->m; a++) {
                 const emn_lmap *sa = &f->slots.v[tm->slot[a]];
+                long ta = (long)i << 8 | a;
                 for (int q = 0; q < sa->nc; q++) {
                     int j = emn_lmap_ci(sa)[q];
-                    if (last[j] == i) continue;
-                    last[j] = i;
-                    if (pass) tl[pos[j]++] = i;
+                    if (last[j] == ta) continue;
+                    last[j] = ta;
+                    if (pass) tl[pos[j]++] = ta;
                     else tp[j + 1]++;
                 }
             }
@@ -1530,10 +1555,9 @@ static void build_pattern(emn_form *f)
         if (pass) break;
         for (int j = 0; j < n; j++) tp[j + 1] += tp[j];
         memcpy(pos, tp, (size_t)n * sizeof(int));
-        tl = emn_xmalloc(((size_t)tp[n] + 1) * sizeof(int));
+        tl = emn_xmalloc(((size_t)tp[n] + 1) * sizeof(long));
     }
-    free(pos);
-    /* column by column: mark the coordinates of those terms (last[r] ==
+    /* column by column: mark the coordinates of the slots met (last[r] ==
      * col); then sort every column at once by transposing (the pattern
      * is symmetric: r is in column j exactly when j is in column r, so
      * row r of the transpose, filled column by column in order, is
@@ -1546,11 +1570,13 @@ static void build_pattern(emn_form *f)
         last[col] = col;
         EMN_PUSH(Ai, col);
         for (int k = tp[col]; k < tp[col + 1]; k++) {
-            const emn_term *tm = &f->terms.v[tl[k]];
-            for (int a = 0; a < tm->m; a++) {
-                const emn_lmap *sa = &f->slots.v[tm->slot[a]];
-                for (int q = 0; q < sa->nc; q++) {
-                    int r = emn_lmap_ci(sa)[q];
+            const emn_term *tm = &f->terms.v[tl[k] >> 8];
+            const bool *meet = tm->tmpl->meet + (tl[k] & 255) * tm->m;
+            for (int b = 0; b < tm->m; b++) {
+                if (!meet[b]) continue;
+                const emn_lmap *sb = &f->slots.v[tm->slot[b]];
+                for (int q = 0; q < sb->nc; q++) {
+                    int r = emn_lmap_ci(sb)[q];
                     if (last[r] == col) continue;
                     last[r] = col;
                     EMN_PUSH(Ai, r);
@@ -1561,12 +1587,13 @@ static void build_pattern(emn_form *f)
     Ap[n] = Ai.n;
     free(tl);
     free(tp);
-    int *Bi = emn_xmalloc(((size_t)Ai.n + 1) * sizeof(int));
-    memcpy(last, Ap, (size_t)n * sizeof(int));     /* next free place in each column */
-    for (int col = 0; col < n; col++)
-        for (int k = Ap[col]; k < Ap[col + 1]; k++) Bi[last[Ai.v[k]]++] = col;
-    free(Ai.v);
     free(last);
+    int *Bi = emn_xmalloc(((size_t)Ai.n + 1) * sizeof(int));
+    memcpy(pos, Ap, (size_t)n * sizeof(int));      /* next free place in each column */
+    for (int col = 0; col < n; col++)
+        for (int k = Ap[col]; k < Ap[col + 1]; k++) Bi[pos[Ai.v[k]]++] = col;
+    free(Ai.v);
+    free(pos);
     emn_sparse_init(&f->J, n);
     emn_sparse_adopt(&f->J, Ap, Bi);
 }
@@ -1639,6 +1666,10 @@ static void plan_moves(emn_form *f)
                 }
                 for (int bi = 0; bi < m; bi++) {
                     const emn_lmap *sb = &f->slots.v[tm->slot[bi]];
+                    if (!tm->tmpl->meet[a * m + bi]) {
+                        jh += sa->nc * sb->nc;
+                        continue;
+                    }
                     for (int qa = 0; qa < sa->nc; qa++)
                         for (int qb = 0; qb < sb->nc; qb++) {
                             emn_move j = {(a * m + bi) * B + k, *jh++, sa->c[qa] * sb->c[qb]};
@@ -1819,9 +1850,10 @@ emn_form *emn_form_build(const emn_circuit *c, emn_form_kind kind, emn_diag *d)
                 const emn_lmap *sa = &f->slots.v[tm->slot[a]];
                 for (int b = 0; b < tm->m; b++) {
                     const emn_lmap *sb = &f->slots.v[tm->slot[b]];
+                    bool meet = tm->tmpl->meet[a * tm->m + b];     /* else not in J: never written */
                     for (int qa = 0; qa < sa->nc; qa++)
                         for (int qb = 0; qb < sb->nc; qb++)
-                            jh[cnt++] = emn_sparse_find(&f->J, emn_lmap_ci(sa)[qa], emn_lmap_ci(sb)[qb]);
+                            jh[cnt++] = meet ? emn_sparse_find(&f->J, emn_lmap_ci(sa)[qa], emn_lmap_ci(sb)[qb]) : -1;
                 }
             }
         }
@@ -2490,6 +2522,10 @@ int emn_form_derivatives(emn_form *f, const double *z, const double *w, double *
                 const emn_lmap *sb = &f->slots.v[tm->slot[bi]];
                 int cnt = sa->nc * sb->nc;
                 if (!cnt) continue;
+                if (!t->meet[ai * m + bi]) {
+                    jh += cnt;
+                    continue;
+                }
                 for (int q = 0; q < 4; q++) {
                     if (!out[q]) continue;
                     double v = emn_tape_eval(tapes[q][ai * m + bi], loc);

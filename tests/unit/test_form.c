@@ -1114,6 +1114,64 @@ static void duals(void)
     }
 }
 
+/* The Newton matrix's pattern, counted by hand: three electrostatic
+ * actuators (Rk, Ck(x(pk)) and their plates) on one supply.  In the
+ * charge formulation the tree from ground takes V1 and the Ck, so loop k
+ * closed by Rk runs Rk, Ck, V1: the source's voltage is a time part, and
+ * loop k meets only itself and x(pk), 4 entries an actuator.  A resistor
+ * in series with the supply lies in every loop and couples each pair:
+ * 9 loop entries and the same 6 with the plates.  The matrix's values
+ * against differences of the residual are run_case's. */
+static void pattern(void)
+{
+    static const char *const actuator =
+        "R%d in t%d 1k\n"
+        "C%d t%d 0 C='1p/(2u - x(p%d))'\n"
+        "M%d p%d 1n\n"
+        "S%d p%d 0 5\n"
+        "D%d p%d 0 1u\n";
+    for (int shared = 0; shared < 2; shared++) {
+        char text[2048];
+        int len = snprintf(text, sizeof text, "actuators\n%s", shared ? "V1 src 0 PWL(0 0 1 1)\nR0 src in 50\n"
+                                                                      : "V1 in 0 PWL(0 0 1 1)\n");
+        for (int k = 1; k <= 3; k++)
+            len += snprintf(text + len, sizeof text - (size_t)len, actuator, k, k, k, k, k, k, k, k, k, k, k);
+        emn_circuit *c = rd(text);
+        emn_form *f = c ? emn_form_build(c, EMN_FORM_CHARGE, &d) : NULL;
+        if (!ok(f != NULL, "pattern %s: charge formulation builds", shared ? "shared R0" : "one supply")) {
+            show_msgs();
+            emn_netlist_free(&c);
+            continue;
+        }
+        int q[3], x[3], found = 0;
+        for (int k = 0; k < 3; k++) {
+            char name[32];
+            snprintf(name, sizeof name, "loop r%d", k + 1);
+            q[k] = coord_index(f, name);
+            snprintf(name, sizeof name, "x(p%d)", k + 1);
+            x[k] = coord_index(f, name);
+            found += q[k] >= 0 && x[k] >= 0;
+        }
+        ok(f->n == 6 && found == 3, "pattern %s: loops closed by r1..r3 and x(p1..p3)",
+           shared ? "shared R0" : "one supply");
+        ok(f->J.nnz == (shared ? 18 : 12), "pattern %s: %d entries (%d by hand)", shared ? "shared R0" : "one supply",
+           f->J.nnz, shared ? 18 : 12);
+        int wrong = 0;
+        for (int a = 0; a < 3 && found == 3; a++)
+            for (int b = 0; b < 3; b++) {
+                bool meet_qq = shared || a == b, meet_qx = a == b;
+                wrong += (emn_sparse_find(&f->J, q[a], q[b]) >= 0) != meet_qq;
+                wrong += (emn_sparse_find(&f->J, q[a], x[b]) >= 0) != meet_qx;
+                wrong += (emn_sparse_find(&f->J, x[a], q[b]) >= 0) != meet_qx;
+                wrong += (emn_sparse_find(&f->J, x[a], x[b]) >= 0) != (a == b);
+            }
+        ok(found == 3 && wrong == 0, "pattern %s: entries where the hand count puts them (%d wrong)",
+           shared ? "shared R0" : "one supply", wrong);
+        emn_form_free(&f);
+        emn_netlist_free(&c);
+    }
+}
+
 int main(void)
 {
 #ifdef M_PERTURB
@@ -1128,6 +1186,7 @@ int main(void)
     for (size_t i = 0; i < sizeof bad_cases / sizeof bad_cases[0]; i++) run_bad(&bad_cases[i]);
     value_slots();
     duals();
+    pattern();
     emn_diag_free(&d);
     return tap_done();
 }
