@@ -48,6 +48,9 @@ typedef struct opsys {
     int *red, *mslot;       /* mslot: per M slot, K's */
     int *a1, *a2;           /* per j: K slot of (R1, z0_j) and (R2, w_j), or -1 */
     double *dz, *dwv, *rr;
+    /* K as factored: R2's row j and z0_j's column scaled by sc[j] (see
+     * matrix()); NULL when none is */
+    double *sc;
 } opsys;
 
 static void opsys_init(opsys *o, emn_form *f)
@@ -200,6 +203,7 @@ static void opsys_free(opsys *o)
     emn_lu_free(&o->mlu);
     free(o->red); free(o->mslot); free(o->a1); free(o->a2);
     free(o->dz); free(o->dwv); free(o->rr);
+    free(o->sc);
 }
 
 /* Residuals R1 (rows 0..n-1) and R2 (rows n..2n-1) at (z, w); returns 0,
@@ -433,6 +437,17 @@ static void solve_reduced(opsys *o, double *b)
     }
 }
 
+/* Whether matrix() scales coordinate j's R2 row and z0 column: one with
+ * a stiffness dF/dz, in a linear circuit without mechanical coordinates.
+ * The scaling leaves the proximal term on z0_j larger against the
+ * Jacobian (wgt dF/dz^2 where it was wgt dF/dz), which changes no
+ * solution but who absorbs a free combination: a motor's shaft angle
+ * would take more of its node fluxes' share. */
+static bool scaled(const opsys *o, int j)
+{
+    return !o->Pz && o->f->nm == 0 && o->row2[j] > 0;
+}
+
 /* Fill and factor the Newton matrix at (z, w). */
 static int matrix(opsys *o, const double *z, const double *w, int *bad_col)
 {
@@ -463,6 +478,33 @@ static int matrix(opsys *o, const double *z, const double *w, int *bad_col)
         if (emn_lu_factor(o->mlu, &o->M, NULL) == 0) return 0;
         o->reduced = false;     /* singular: K itself decides, and names the column */
     }
+    /* R2's row j and z0_j's column scaled by 1 / max_k |dF_j/dz_k|: R2 in
+     * units of a velocity, z0 in units of a force, and the proximal
+     * diagonal between them kept at wgt of the row's entries, now 1 (both
+     * scalings divide it by |dF/dz|: it is multiplied back once).  Unscaled, a
+     * power grid's charge formulation puts loop capacitances of 1e14
+     * F^-1 into both blocks, beside loop resistances of 0.05 ohm in R1's
+     * w columns, and the proximal terms, 1e-10 of the former, made K's
+     * condition number 5e19 (KLU's estimate at 20 x 20 nodes): solves
+     * with its factors were too inexact for Newton to converge. */
+    bool scale = false;
+    for (int j = 0; j < n && !scale; j++) scale = scaled(o, j);
+    if (scale) {
+        if (!o->sc) o->sc = emn_xmalloc((size_t)n * sizeof(double) + 1);
+        for (int j = 0; j < n; j++) o->sc[j] = scaled(o, j) ? 1 / o->row2[j] : 1;
+        emn_sparse *K = &o->K;
+        for (int c = 0; c < 2 * n; c++)
+            for (int q = K->Ap[c]; q < K->Ap[c + 1]; q++) {
+                int r = K->Ai[q];
+                if (r < n) K->Ax[q] *= o->sc[r];
+                if (c < n) K->Ax[q] *= o->sc[c];
+            }
+        for (int j = 0; j < n; j++)
+            if (scaled(o, j)) K->Ax[o->kdiag2[j]] *= o->row2[j];
+    } else {
+        free(o->sc);
+        o->sc = NULL;
+    }
     int col = -1;
     if (emn_lu_factor(o->lu, &o->K, &col) < 0) {
         *bad_col = col;
@@ -484,7 +526,9 @@ static void solve(opsys *o, double *b)
         b[j] = b[o->n + j];
         b[o->n + j] = t;
     }
+    if (o->sc) for (int j = 0; j < o->n; j++) b[j] *= o->sc[j];       /* R2's rows */
     emn_lu_solve(o->lu, b);
+    if (o->sc) for (int j = 0; j < o->n; j++) b[j] *= o->sc[j];       /* z0 */
 }
 
 /* Converged when every residual is small: R1 against the momenta and
