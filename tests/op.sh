@@ -409,27 +409,16 @@ $err"
 grid_laws "$NETS/grid_c.cir"
 
 # The same laws on meshes fed through pads (R and L to the rail): 8 x 8
-# with nine, and 20 x 20 with four, made here as bench/gen/rlcmesh.awk
-# makes its mesh-1e3 (50-110 milliohm segments, 20 fF at every node) with
-# DC loads.  In the charge formulation the tree is the capacitors and
-# every segment closes a loop: the operating point's Newton matrix holds
-# loop capacitances of 1e14 F^-1 beside 0.05 ohm loop resistances, and
-# before op.c scaled its rows and columns its solves were too inexact for
-# Newton to converge (no steady state, exit 3).
+# with nine, and bench's 20 x 20 mesh-1e3 with four (50-110 milliohm
+# segments, 20 fF at every node), its PWL loads made 1 mA DC.  In the
+# charge formulation the tree is the capacitors and every segment closes
+# a loop: the operating point's Newton matrix holds loop capacitances of
+# 1e14 F^-1 beside 0.05 ohm loop resistances, and before op.c scaled its
+# rows and columns its solves were too inexact for Newton to converge (no
+# steady state, exit 3).
 grid_laws "$NETS/grid_pads.cir"
-awk 'BEGIN { s = 20
-        print "A 20 x 20 power-grid mesh fed through four supply pads"
-        print "V1 vdd 0 DC 1.8"
-        for (i = 0; i < s; i++) for (j = 0; j < s; j++) {
-            nd = "n" i "_" j
-            if (j + 1 < s) printf "Rh%d_%d %s n%d_%d %g\n", i, j, nd, i, j + 1, 0.05 + 0.01 * ((i + 2 * j) % 7)
-            if (i + 1 < s) printf "Rv%d_%d %s n%d_%d %g\n", i, j, nd, i + 1, j, 0.05 + 0.01 * ((3 * i + j) % 7)
-            printf "C%d_%d %s 0 20f\n", i, j, nd
-            if (i % 10 == 5 && j % 10 == 5) {
-                printf "Rp%d_%d %s p%d_%d 0.25\n", i, j, nd, i, j
-                printf "Lp%d_%d p%d_%d vdd 1n\n", i, j, i, j }
-            if ((i + j) % 2 == 0 && i % 2 == 0) printf "I%d_%d %s 0 DC 1m\n", i, j, nd }
-        print ".end" }' >"$WORK/grid_pads20.cir"
+awk -f "$top_srcdir/bench/gen/loads.awk" -f "$top_srcdir/bench/gen/rlcmesh.awk" -v n=400 |
+    sed 's/ PWL(.*/ DC 1m/' >"$WORK/grid_pads20.cir"
 grid_laws "$WORK/grid_pads20.cir"
 
 for cir in "$EXAMPLES"/*.cir; do
