@@ -2,7 +2,8 @@
 # ngspice.sh: linear circuits through emnet and through ngspice.
 #
 # The netlists (RC, series RLC, an RLC ladder driven by PULSE and PWL
-# sources, two LC circuits coupled by K) use only SPICE syntax, so ngspice
+# sources, two LC circuits coupled by K, and bench's 20 x 20 RLC mesh)
+# use only SPICE syntax, so ngspice
 # runs the same element lines: the script drops the .print line, adds
 # tight tolerances and a .control block that linearizes ngspice's result
 # onto the .tran output grid and writes the printed signals with wrdata.
@@ -110,6 +111,28 @@ if [ -s "$WORK/pad_pwl.ngspice" ]; then
         awk -v r="$rej" 'BEGIN { exit !(r != "" && r + 0 < 16) }'
         ok $? "pad_pwl $form, default tolerances: fewer rejected steps than corners (16)" "rejected: $rej; $err"
     done
+fi
+
+# bench's 20 x 20 RLC mesh (mesh-1e3's generator at n = 400: four pads
+# of R and L to the rail, 20 fF at every node, PWL loads), started from
+# the operating point.  In the charge formulation every segment closes a
+# loop through the node capacitors; its operating point had no steady
+# state until op.c scaled the Newton matrix (emnet then ran from uic).
+awk -f "$top_srcdir/bench/gen/loads.awk" -f "$top_srcdir/bench/gen/rlcmesh.awk" -v n=400 >"$WORK/mesh_pads.cir"
+sigs="v(n0_0) v(n10_10) v(n19_19) v(n10_19)"
+if NETS=$WORK ngspice_table mesh_pads $sigs; then
+    ok 0 "mesh_pads: ngspice runs the same circuit"
+    for form in charge flux; do
+        run_emnet -q -reltol 1e-6 -form $form -tran "$WORK/mesh_pads.cir"
+        printf '%s\n' "$out" | select_cols /dev/stdin $sigs >"$WORK/mesh_pads.$form"
+        ok $rc "mesh_pads $form: emnet runs (exit 0)" "exit status $rc" "$err"
+        check_times "$WORK/mesh_pads.$form" "$WORK/mesh_pads.ngspice" \
+            "mesh_pads $form: the same output times as ngspice's linearized grid"
+        check_table "$WORK/mesh_pads.$form" "$WORK/mesh_pads.ngspice" 1e-3 1e-30 \
+            "mesh_pads $form: $sigs within 1e-3 of their peaks of ngspice's"
+    done
+else
+    ok 1 "mesh_pads: ngspice runs the same circuit" "$(cat "$WORK/mesh_pads.ngspice.log")"
 fi
 
 done_testing
