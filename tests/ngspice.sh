@@ -3,10 +3,10 @@
 #
 # The netlists (RC, series RLC, an RLC ladder driven by PULSE and PWL
 # sources, two LC circuits coupled by K, and bench's 20 x 20 RLC mesh)
-# use only SPICE syntax, so ngspice
-# runs the same element lines: the script drops the .print line, adds
-# tight tolerances and a .control block that linearizes ngspice's result
-# onto the .tran output grid and writes the printed signals with wrdata.
+# use only SPICE syntax, so ngspice runs the same element lines: the
+# script drops the .print line, adds tight tolerances and a .control
+# block that linearizes ngspice's result onto the .tran output grid and
+# writes the printed signals with wrdata.
 # Both programs run at reltol 1e-6 and must agree within 1e-3 of each
 # signal's peak, on every output point, in both emnet formulations.
 # Skipped when ngspice is not installed.
