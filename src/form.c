@@ -1604,9 +1604,7 @@ static int check_storage(emn_form *f, emn_diag *d)
     bool *has = emn_xcalloc((size_t)f->n + 1, sizeof(bool));
     for (int i = 0; i < f->terms.n; i++) {
         const emn_term *tm = &f->terms.v[i];
-        double z;
-        if (emn_expr_is_const(tm->tmpl->L, &z) && z == 0 && emn_expr_is_const(tm->tmpl->D, &z) && z == 0)
-            continue;
+        if (is_zero(tm->tmpl->L) && is_zero(tm->tmpl->D)) continue;
         for (int a = 0; a < tm->m; a++) {
             const emn_lmap *s = &f->slots.v[tm->slot[a]];
             for (int q = 0; q < s->nc; q++) has[emn_lmap_ci(s)[q]] = true;
@@ -2694,8 +2692,7 @@ static const emn_expr *lmap_expr(emn_arena *ar, const emn_form *f, const emn_lma
 /* Append " + e" or " - (e without its sign)" to a sum being printed. */
 static void append_term(emn_buf *b, const emn_expr *e, bool *first, const emn_form *f)
 {
-    double v;
-    if (!e || (emn_expr_is_const(e, &v) && v == 0)) return;
+    if (!e || is_zero(e)) return;
     emn_buf t = {0};
     emn_expr_print(&t, e, print_var, (void *)f);
     if (t.v[0] == '-') emn_buf_printf(b, *first ? "-%s" : " - %s", t.v + 1);
