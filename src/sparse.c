@@ -235,6 +235,7 @@ struct emn_lu {
     struct ldl_pattern *pat;    /* the owner's */
     int *mirror;                /* the owner's: where each entry's transpose is, or -1 */
     double *Lx;                 /* L below the diagonal, in pat's columns */
+    double *Lt;                 /* Lx in the order of the flat backward pass (pat->bsrc), or NULL */
     /* A supernodal L may be kept rounded to single precision instead, in
      * Lf, where the owner's user allows (emn_lu_allow_single); `single`
      * if the valid one is so kept */
@@ -364,13 +365,14 @@ static void drop_ldl(emn_lu *lu)
     free_pattern(&lu->pat, lu->cc);
     free(lu->mirror);
     free(lu->Lx);
+    free(lu->Lt);
     free(lu->Lf);
     free(lu->dinv);
     free(lu->work);
     free(lu->topbuf);
     free(lu->sbuf);
     lu->mirror = NULL;
-    lu->Lx = lu->dinv = lu->work = lu->topbuf = lu->sbuf = NULL;
+    lu->Lx = lu->Lt = lu->dinv = lu->work = lu->topbuf = lu->sbuf = NULL;
     lu->Lf = NULL;
     lu->use_ldl = lu->ldl_failed = lu->single = false;
 }
@@ -713,6 +715,17 @@ typedef struct ldl_pattern {
     int *Lp, *Li;
     bool chain;             /* nearly every column's parent is the next (forward_run) */
     int *split;             /* per column below the top: where its rows in the top begin */
+    /* The flat passes of a solve (plan_flat; not for a chain, nor a
+     * supernodal L): the forward one takes L's entries p of each half in
+     * L's order, y[fr[p]] -= Lx[p] y[fc[p]], where fr is the entry's row,
+     * or for a row in the top its place in the half's part of fy past n;
+     * the backward one takes the entries of each half's columns by
+     * descending row, half h's from bpos[h], y[bc[q]] -= Lt[q] y[br[q]],
+     * Lt[q] being Lx[bsrc[q]].  fy: the solve's n numbers and the
+     * halves' updates of the top. */
+    int *fr, *fc, *br, *bc, *bsrc;
+    int bpos[3];
+    double *fy;
     /* A large factorization (EMN_LDL_SUPER_FLOPS) is a supernodal L L'
      * in the same order (super_factor), whose dense blocks are worked on
      * as such and kept so for the solves (super_solve_in), in Lx; Li and
@@ -743,6 +756,7 @@ static void free_pattern(ldl_pattern **pp, cholmod_common *cc)
     ldl_pattern *pat = *pp;
     if (!pat) return;
     free(pat->perm); free(pat->pinv); free(pat->parent); free(pat->Lp); free(pat->Li); free(pat->split);
+    free(pat->fr); free(pat->fc); free(pat->br); free(pat->bc); free(pat->bsrc); free(pat->fy);
     free(pat->x); free(pat->flag); free(pat->stack); free(pat->path); free(pat->fill);
     free(pat->sup); free(pat->spi); free(pat->sls); free(pat->smap); free(pat->spx);
     free(pat->cwork); free(pat->swork); free(pat->xd);
@@ -1362,6 +1376,66 @@ static void keep_super(emn_lu *lu, const emn_lu *o, ldl_pattern *pat, const emn_
     }
 }
 
+/* The columns of half h of a row-by-row L: [c[h], c[h + 1]) (all
+ * below the top in half 0 if the pattern is not in halves). */
+static void flat_halves(const ldl_pattern *pat, int c[3])
+{
+    c[0] = 0;
+    c[1] = pat->t0 > 0 ? pat->n0 : pat->n;
+    c[2] = pat->t0 > 0 ? pat->t0 : pat->n;
+}
+
+/* The flat passes' plan (see ldl_pattern), once the first factorization
+ * has laid out L's rows.  A solve by columns leaves each column's loop
+ * after a few entries, at a length the processor cannot foresee on a
+ * bushy tree: flat, ibmpg1t's solves (6.4 entries a column) took
+ * 0.31-0.38 ms against 0.49-0.85 ms, alternated in one process.  Where
+ * columns are longer, the flat passes' extra index costs more than the
+ * loops' exits: mesh-1e3's (10.9 a column) 0.032-0.037 ms against
+ * 0.028-0.029, mesh-1e4's (18.4) 0.36-0.52 against 0.33-0.46.  The sums
+ * are the same, in the same order, either way. */
+#define EMN_FLAT_MEAN 8
+static void plan_flat(ldl_pattern *pat)
+{
+    int n = pat->n, t0 = pat->t0, ntop = t0 > 0 ? n - t0 : 0, c[3];
+    const int *Lp = pat->Lp, *Li = pat->Li;
+    flat_halves(pat, c);
+    size_t nz = (size_t)Lp[c[2]] + 1;
+    pat->fr = emn_xmalloc(nz * sizeof(int));
+    pat->fc = emn_xmalloc(nz * sizeof(int));
+    pat->br = emn_xmalloc(nz * sizeof(int));
+    pat->bc = emn_xmalloc(nz * sizeof(int));
+    pat->bsrc = emn_xmalloc(nz * sizeof(int));
+    pat->fy = emn_xmalloc(((size_t)n + 2 * (size_t)ntop + 1) * sizeof(double));
+    int *at = emn_xcalloc((size_t)n + 1, sizeof(int));
+    pat->bpos[0] = 0;
+    for (int h = 0; h < 2; h++) {
+        for (int j = c[h]; j < c[h + 1]; j++)
+            for (int p = Lp[j]; p < Lp[j + 1]; p++) {
+                int i = Li[p];
+                pat->fc[p] = j;
+                pat->fr[p] = i < t0 || t0 == 0 ? i : n + h * ntop + (i - t0);
+                at[i]++;
+            }
+        int q = pat->bpos[h];
+        for (int i = n - 1; i >= 0; i--) {      /* rows descending */
+            int k = at[i];
+            at[i] = q;
+            q += k;
+        }
+        pat->bpos[h + 1] = q;
+        for (int j = c[h]; j < c[h + 1]; j++)
+            for (int p = Lp[j]; p < Lp[j + 1]; p++) {
+                int k = at[Li[p]]++;
+                pat->br[k] = Li[p];
+                pat->bc[k] = j;
+                pat->bsrc[k] = p;
+            }
+        memset(at, 0, ((size_t)n + 1) * sizeof(int));
+    }
+    free(at);
+}
+
 /* L D L' of a symmetric A.  Returns 0, or -1 if a pivot is not positive
  * and clearly above rounding of its diagonal entry (the matrix is
  * indefinite or singular to working precision: KLU decides, and names
@@ -1378,9 +1452,10 @@ static int factor_ldl(emn_lu *lu, const emn_sparse *A)
     int n = A->n, t0 = pat->t0;
     if (lu != o && lu->pat_id != o->pat_id) {   /* laid out for an analysis since replaced */
         free(lu->Lx);
+        free(lu->Lt);
         free(lu->Lf);
         free(lu->dinv);
-        lu->Lx = lu->dinv = NULL;
+        lu->Lx = lu->Lt = lu->dinv = NULL;
         lu->Lf = NULL;
         lu->pat_id = o->pat_id;
     }
@@ -1422,6 +1497,13 @@ static int factor_ldl(emn_lu *lu, const emn_sparse *A)
             while (p > pat->Lp[j] && pat->Li[p - 1] >= t0) p--;
             pat->split[j] = p;
         }
+    }
+    if (!pat->ns && !pat->chain && (size_t)pat->Lp[n] < EMN_FLAT_MEAN * (size_t)n) {
+        if (!pat->fr) plan_flat(pat);
+        size_t nz = (size_t)pat->bpos[2];
+        if (!lu->Lt) lu->Lt = emn_xmalloc((nz + 1) * sizeof(double));
+        const int *src = pat->bsrc;
+        for (size_t q = 0; q < nz; q++) lu->Lt[q] = lu->Lx[src[q]];
     }
     klu_free_numeric(&lu->num, &lu->common);
     lu->rcond = lo / hi;
@@ -1640,6 +1722,60 @@ static void super_solve_in(const ldl_pattern *pat, const emn_lu *o, const double
     }
 }
 
+/* Half h of the flat forward pass (the top's part of fy cleared first),
+ * and of the backward one: its columns' 1 / D, then its entries. */
+static void flat_forward_half(void *arg, int h)
+{
+    const halves *H = arg;
+    const ldl_pattern *pat = H->pat;
+    const int *fr = pat->fr, *fc = pat->fc;
+    const double *Lx = H->lu->Lx;
+    double *y = H->y;
+    int c[3], ntop = pat->t0 > 0 ? pat->n - pat->t0 : 0;
+    flat_halves(pat, c);
+    memset(y + pat->n + (size_t)h * ntop, 0, (size_t)ntop * sizeof *y);
+    for (int p = pat->Lp[c[h]], end = pat->Lp[c[h + 1]]; p < end; p++) y[fr[p]] -= Lx[p] * y[fc[p]];
+}
+
+static void flat_backward_half(void *arg, int h)
+{
+    const halves *H = arg;
+    const ldl_pattern *pat = H->pat;
+    const int *br = pat->br, *bc = pat->bc;
+    const double *Lt = H->lu->Lt, *dinv = H->lu->dinv;
+    double *y = H->y;
+    int c[3];
+    flat_halves(pat, c);
+    for (int j = c[h]; j < c[h + 1]; j++) y[j] *= dinv[j];
+    for (int q = pat->bpos[h], end = pat->bpos[h + 1]; q < end; q++) y[bc[q]] -= Lt[q] * y[br[q]];
+}
+
+/* solve_ldl's solve by the flat passes (plan_flat). */
+static void solve_flat(emn_lu *lu, double *b)
+{
+    const emn_lu *o = lu->share ? lu->share : lu;
+    const ldl_pattern *pat = o->pat;
+    const int *P = pat->perm;
+    int n = lu->n, t0 = pat->t0;
+    double *y = pat->fy;
+    halves H = {pat, lu, y, NULL};
+    lu->stats.flat++;
+    for (int k = 0; k < n; k++) y[k] = b[P[k]];
+    if (t0 > 0) {
+        lu->stats.halves++;
+        emn_par_two(flat_forward_half, &H);
+        const double *top0 = y + n, *top1 = y + n + (n - t0);
+        for (int i = 0; i < n - t0; i++) y[t0 + i] = (y[t0 + i] + top0[i]) + top1[i];
+        forward_cols(pat, lu->Lx, y, t0, n, NULL);
+        backward_cols(pat, lu->Lx, lu->dinv, y, t0, n);
+        emn_par_two(flat_backward_half, &H);
+    } else {
+        flat_forward_half(&H, 0);
+        flat_backward_half(&H, 0);
+    }
+    for (int k = 0; k < n; k++) b[P[k]] = y[k];
+}
+
 /* b = A^-1 b from P A P' = L D L' (L unit lower triangular, D on its
  * diagonal): L y = P b, then L' (P x) = D^-1 y.  With the owner's order
  * in halves, each pass runs its halves side by side (par.h) and the top
@@ -1649,6 +1785,10 @@ static void solve_ldl(emn_lu *lu, double *b)
 {
     const emn_lu *o = lu->share ? lu->share : lu;
     const ldl_pattern *pat = o->pat;
+    if (pat->fr) {
+        solve_flat(lu, b);
+        return;
+    }
     const int *P = pat->perm;
     double *y = o->work;
     int n = lu->n, t0 = pat->t0;
@@ -2265,6 +2405,7 @@ size_t emn_lu_bytes(const emn_lu *lu)
     size_t b = lu->common.memusage;
     const emn_lu *o = lu->share ? lu->share : lu;
     if (lu->Lx && o->pat) b += lx_size(o->pat) * sizeof(double);      /* L */
+    if (lu->Lt && o->pat) b += (size_t)o->pat->bpos[2] * sizeof(double);
     if (lu->Lf && o->pat) b += lx_size(o->pat) * sizeof(float);
     if (lu == o && o->pat && o->pat->xd) b += lx_size(o->pat) * sizeof(double);   /* the workspace */
     if (lu->dinv && o->pat) b += (size_t)o->pat->n * sizeof(double);  /* 1/D */

@@ -540,6 +540,106 @@ static void test_halves(void)
     emn_sparse_free(&A);
 }
 
+/* A network whose elimination tree is bushy and whose L has a few
+ * entries a column (a random tree of conductances, each node hung from
+ * one before it, and a tenth as many links from a node to its
+ * grandparent): its solves run
+ * by the flat passes (sparse.c), in two halves and a top when large, in
+ * one pass when not, for the LU that made the analysis and for one
+ * sharing it with other values; a ladder (a chain) and a grid (long
+ * columns) keep the passes by columns. */
+static void tree_network(emn_sparse *A, int n, unsigned long long seed)
+{
+    rng_state = seed;
+    int *up = emn_xmalloc((size_t)n * sizeof *up), nx = n / 10;
+    int *xa = emn_xmalloc((size_t)nx * sizeof *xa), *xb = emn_xmalloc((size_t)nx * sizeof *xb);
+    emn_sparse_init(A, n);
+    for (int j = 0; j < n; j++) {
+        up[j] = j ? (int)(rnd() % (unsigned)j) : -1;
+        emn_sparse_reserve(A, j, j);
+        if (j) emn_sparse_reserve(A, up[j], j), emn_sparse_reserve(A, j, up[j]);
+    }
+    for (int k = 0; k < nx; k++) {
+        xa[k] = 2 + (int)(rnd() % (unsigned)(n - 2));
+        xb[k] = up[up[xa[k]]] >= 0 ? up[up[xa[k]]] : xa[k];
+        if (xa[k] != xb[k]) emn_sparse_reserve(A, xa[k], xb[k]), emn_sparse_reserve(A, xb[k], xa[k]);
+    }
+    emn_sparse_finalize(A);
+    memset(A->Ax, 0, (size_t)A->nnz * sizeof *A->Ax);
+    for (int j = 0; j < n; j++) A->Ax[emn_sparse_find(A, j, j)] = 1;
+    for (int k = 0; k < n + nx; k++) {
+        int a = k < n ? k : xa[k - n], b = k < n ? up[k] : xb[k - n];
+        if (b < 0 || a == b) continue;
+        double g = pow(10, 3 * rnd_unit());
+        A->Ax[emn_sparse_find(A, a, a)] += g;
+        A->Ax[emn_sparse_find(A, b, b)] += g;
+        A->Ax[emn_sparse_find(A, a, b)] -= g;
+        A->Ax[emn_sparse_find(A, b, a)] -= g;
+    }
+    free(up);
+    free(xa);
+    free(xb);
+}
+
+static void test_flat(void)
+{
+    for (int big = 0; big < 2; big++) {
+        emn_sparse A;
+        tree_network(&A, big ? 60000 : 3000, 4242 + big);
+        int n = A.n;
+        double *b = emn_xmalloc((size_t)n * sizeof *b), *x = emn_xmalloc((size_t)n * sizeof *x);
+        emn_lu *owner = emn_lu_new(), *other = emn_lu_new_sharing(owner);
+        for (int k = 0; k < 2; k++) {
+            emn_lu *lu = k ? other : owner;
+            const emn_lu_stats *st = emn_lu_get_stats(lu);
+            if (k)      /* another step size */
+                for (int j = 0; j < n; j++) A.Ax[emn_sparse_find(&A, j, j)] += 0.5;
+            for (int i = 0; i < n; i++) b[i] = x[i] = rnd_unit() - 0.5;
+            bool good = emn_lu_factor(lu, &A, NULL) == 0 && emn_lu_solve(lu, x) == 0;
+            double res = residual(&A, x, b);
+            ok(good && st->ldl == 1 && st->flat == 1 && st->halves == big && res < 1e-12,
+               "flat: a tree of %d, %s: %ld flat solves, %ld in halves, ||Ax-b||/||b|| = %.3g < 1e-12", n,
+               k ? "a sharing LU" : "the analysis's LU", st->flat, st->halves, res);
+        }
+        emn_lu_free(&other);
+        emn_lu_free(&owner);
+        free(b);
+        free(x);
+        emn_sparse_free(&A);
+    }
+    /* by columns: the ladder of test_tridiagonal's kind, and a grid */
+    for (int grid = 0; grid < 2; grid++) {
+        emn_sparse A;
+        if (grid) {
+            network(&A, 150, 1.0, 99);
+        } else {
+            int n = 20000;
+            emn_sparse_init(&A, n);
+            for (int j = 0; j < n; j++) {
+                emn_sparse_reserve(&A, j, j);
+                if (j) emn_sparse_reserve(&A, j - 1, j), emn_sparse_reserve(&A, j, j - 1);
+            }
+            emn_sparse_finalize(&A);
+            for (int j = 0; j < n; j++)
+                for (int p = A.Ap[j]; p < A.Ap[j + 1]; p++) A.Ax[p] = A.Ai[p] == j ? 2.5 : -1.0;
+        }
+        int n = A.n;
+        double *b = emn_xmalloc((size_t)n * sizeof *b), *x = emn_xmalloc((size_t)n * sizeof *x);
+        for (int i = 0; i < n; i++) b[i] = x[i] = rnd_unit() - 0.5;
+        emn_lu *lu = emn_lu_new();
+        const emn_lu_stats *st = emn_lu_get_stats(lu);
+        bool good = emn_lu_factor(lu, &A, NULL) == 0 && emn_lu_solve(lu, x) == 0;
+        double res = residual(&A, x, b);
+        ok(good && st->ldl == 1 && st->flat == 0 && res < 1e-12,
+           "flat: a %s solves by columns (%ld flat), ||Ax-b||/||b|| = %.3g < 1e-12", grid ? "150 x 150 grid" : "ladder",
+           st->flat, res);
+        emn_lu_free(&lu);
+        free(b);
+        free(x);
+        emn_sparse_free(&A);
+    }
+}
+
 /* A large L D L' is factored supernodally (an L L' by dense blocks of
  * columns that share their rows) and solved block by block.  Forced here
  * on a 150 x 150 grid, whose halves and top the factorization and the
@@ -1135,6 +1235,7 @@ int main(void)
     test_network();
     test_ldl();
     test_halves();
+    test_flat();
     test_super();
     test_hint();
     test_super_dense();
