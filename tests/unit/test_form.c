@@ -1172,6 +1172,143 @@ static void pattern(void)
     }
 }
 
+/* The linear part of an evaluation on a large random network of R, L
+ * and C (12,000 nodes, a few elements each), against sums over the
+ * elements of the netlist written here.  In the flux formulation p_j is
+ * the sum of C (w_j - w_k) over node j's capacitors and F_j =
+ * -sum (w_j - w_k) / R - sum (z_j - z_k) / L; the scale is the sum of the
+ * magnitudes of the products of row j's stamped entries (a pair's
+ * parallel elements of one kind summed, the diagonal all of a node's)
+ * with the coordinates.  Large enough that the evaluation runs in
+ * halves, which the 200 evaluations' timings may move. */
+typedef struct net_elem { char kind; int a, b; double v; } net_elem;
+
+static void big_network(void)
+{
+    enum { N = 12000 };
+    int cap = 8 * N, ne = 0;
+    net_elem *el = malloc((size_t)cap * sizeof *el);
+    size_t tcap = (size_t)cap * 40, len = 0;
+    char *text = malloc(tcap);
+    len += (size_t)snprintf(text, tcap, "random RLC network\n");
+    for (int i = 1; i <= N; i++) {
+        int extra = (int)urand(0, 5);
+        for (int k = 0; k <= extra + 2; k++) {
+            net_elem e = {'R', i, k == 0 ? i - 1 : (int)urand(0, N + 1), 0};
+            if (k == extra + 1) {
+                if (urand(0, 1) > 0.5) continue;
+                e.kind = 'C';
+                if (urand(0, 1) < 0.8) e.b = 0;
+            } else if (k == extra + 2) {
+                if (urand(0, 1) > 0.03) continue;
+                e.kind = 'L';
+            }
+            if (e.b > N) e.b = N;
+            if (e.b == e.a) continue;
+            e.v = e.kind == 'R' ? urand(0.1, 10) : e.kind == 'C' ? urand(1e-13, 1e-11) : urand(1e-10, 1e-8);
+            el[ne] = e;
+            char a[16], b[16];
+            snprintf(a, sizeof a, "n%d", e.a);
+            snprintf(b, sizeof b, e.b ? "n%d" : "0", e.b);
+            len += (size_t)snprintf(text + len, tcap - len, "%c%d %s %s %.17g\n", e.kind, ne, a, b, e.v);
+            ne++;
+        }
+    }
+    emn_circuit *c = rd(text);
+    emn_form *f = c ? emn_form_build(c, EMN_FORM_FLUX, &d) : NULL;
+    if (!ok(f != NULL && f->n == N, "big network: flux formulation builds, %d coordinates", N)) {
+        show_msgs();
+        emn_form_free(&f);
+        emn_netlist_free(&c);
+        free(el);
+        free(text);
+        return;
+    }
+    ok(f->lin_split != NULL, "big network: the evaluation runs in halves");
+    int *at = malloc((N + 1) * sizeof *at);     /* node k's coordinate */
+    at[0] = -1;
+    for (int j = 0; j < N; j++) {
+        int k = -1;
+        if (sscanf(cname(f, j), "lambda(n%d)", &k) == 1 && k >= 1 && k <= N) at[k] = j;
+    }
+    /* each node's elements */
+    int *estart = calloc(N + 2, sizeof *estart), *eidx = malloc(2 * (size_t)ne * sizeof *eidx);
+    for (int e = 0; e < ne; e++) {
+        estart[el[e].a + 1]++;
+        if (el[e].b) estart[el[e].b + 1]++;
+    }
+    for (int k = 0; k <= N; k++) estart[k + 1] += estart[k];
+    int *fillp = malloc((N + 1) * sizeof *fillp);
+    memcpy(fillp, estart, (N + 1) * sizeof *fillp);
+    for (int e = 0; e < ne; e++) {
+        eidx[fillp[el[e].a]++] = e;
+        if (el[e].b) eidx[fillp[el[e].b]++] = e;
+    }
+    free(fillp);
+    double *z = malloc(N * sizeof *z), *w = malloc(N * sizeof *w), *p = malloc(N * sizeof *p);
+    double *F = malloc(N * sizeof *F), *sc = malloc(N * sizeof *sc), *wp = malloc(N * sizeof *wp);
+    double *wF = malloc(N * sizeof *wF);
+    double worst = 0, worst_sc = 0;
+    int bad = 0;
+    emn_form_set_time(f, 0);
+    for (int round = 0; round < 200; round++) {
+        for (int j = 0; j < N; j++) {
+            z[j] = urand(-1, 1);
+            w[j] = urand(-1, 1);
+            wp[j] = wF[j] = 0;
+        }
+        bool with_scale = round % 2;
+        if (emn_form_eval(f, z, w, p, F, with_scale ? sc : NULL, NULL) != 0) bad++;
+        for (int e = 0; e < ne; e++) {
+            int ja = at[el[e].a], jb = el[e].b ? at[el[e].b] : -1;
+            double dw = w[ja] - (jb >= 0 ? w[jb] : 0), dz = z[ja] - (jb >= 0 ? z[jb] : 0);
+            double t = el[e].kind == 'C' ? el[e].v * dw : el[e].kind == 'R' ? -dw / el[e].v : -dz / el[e].v;
+            double *y = el[e].kind == 'C' ? wp : wF;
+            y[ja] += t;
+            if (jb >= 0) y[jb] -= t;
+        }
+        /* scale: each stamped entry's product; a pair's entry sums its
+         * parallel elements of one kind, the diagonal all of a node's */
+        for (int k = 1; k <= N; k++) {
+            int nb = 1, nbr[64] = {k};
+            double ent[3][64] = {{0}};      /* C, G, 1/L by neighbour; [0]: the node's own */
+            for (int q = estart[k]; q < estart[k + 1] && nb < 64; q++) {
+                const net_elem *e = &el[eidx[q]];
+                int m = e->a == k ? e->b : e->a, kind = e->kind == 'C' ? 0 : e->kind == 'R' ? 1 : 2, r = 0;
+                double v = kind == 0 ? e->v : 1 / e->v;
+                ent[kind][0] += v;
+                if (m == 0) continue;
+                while (r < nb && nbr[r] != m) r++;
+                if (r == nb) nbr[nb++] = m;
+                ent[kind][r] -= v;
+            }
+            if (nb >= 64) {
+                bad++;
+                continue;
+            }
+            double want = 0;
+            for (int r = 0; r < nb; r++) {
+                int jm = at[nbr[r]];
+                want += fabs(ent[0][r] * w[jm]) + fabs(ent[1][r] * w[jm]) + fabs(ent[2][r] * z[jm]);
+            }
+            /* the stamped sums cancel where the element sums do not:
+             * their rounding is of the stamped terms' size */
+            int j = at[k];
+            worst = fmax(worst, (fabs(p[j] - wp[j]) + fabs(F[j] - wF[j])) / want);
+            if (with_scale) worst_sc = fmax(worst_sc, fabs(sc[j] - want) / want);
+        }
+    }
+    ok(bad == 0 && worst < 1e-12, "big network: p and F equal the element sums over 200 evaluations "
+       "(worst %.3g of the stamped terms' magnitudes)", worst);
+    ok(worst_sc < 1e-12, "big network: the scale sums the stamped entries' products (worst %.3g relative)", worst_sc);
+    free(at); free(estart); free(eidx);
+    free(z); free(w); free(p); free(F); free(sc); free(wp); free(wF);
+    emn_form_free(&f);
+    emn_netlist_free(&c);
+    free(el);
+    free(text);
+}
+
 int main(void)
 {
 #ifdef M_PERTURB
@@ -1187,6 +1324,7 @@ int main(void)
     value_slots();
     duals();
     pattern();
+    big_network();
     emn_diag_free(&d);
     return tap_done();
 }
