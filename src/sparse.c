@@ -1722,32 +1722,43 @@ static void super_solve_in(const ldl_pattern *pat, const emn_lu *o, const double
     }
 }
 
-/* Half h of the flat forward pass (the top's part of fy cleared first),
- * and of the backward one: its columns' 1 / D, then its entries. */
+/* One flat solve of b (solve_flat): y is the pattern's fy. */
+typedef struct flat_solve {
+    const ldl_pattern *pat;
+    const emn_lu *lu;
+    double *y, *b;
+} flat_solve;
+
+/* Half h of the flat forward pass: its rows of P b gathered, the top's
+ * part of fy cleared, then its entries. */
 static void flat_forward_half(void *arg, int h)
 {
-    const halves *H = arg;
-    const ldl_pattern *pat = H->pat;
-    const int *fr = pat->fr, *fc = pat->fc;
-    const double *Lx = H->lu->Lx;
-    double *y = H->y;
+    const flat_solve *S = arg;
+    const ldl_pattern *pat = S->pat;
+    const int *fr = pat->fr, *fc = pat->fc, *P = pat->perm;
+    const double *Lx = S->lu->Lx, *b = S->b;
+    double *y = S->y;
     int c[3], ntop = pat->t0 > 0 ? pat->n - pat->t0 : 0;
     flat_halves(pat, c);
+    for (int k = c[h]; k < c[h + 1]; k++) y[k] = b[P[k]];
     memset(y + pat->n + (size_t)h * ntop, 0, (size_t)ntop * sizeof *y);
     for (int p = pat->Lp[c[h]], end = pat->Lp[c[h + 1]]; p < end; p++) y[fr[p]] -= Lx[p] * y[fc[p]];
 }
 
+/* Half h of the flat backward pass: its columns' 1 / D, its entries,
+ * then its rows of x scattered back to b. */
 static void flat_backward_half(void *arg, int h)
 {
-    const halves *H = arg;
-    const ldl_pattern *pat = H->pat;
-    const int *br = pat->br, *bc = pat->bc;
-    const double *Lt = H->lu->Lt, *dinv = H->lu->dinv;
-    double *y = H->y;
+    const flat_solve *S = arg;
+    const ldl_pattern *pat = S->pat;
+    const int *br = pat->br, *bc = pat->bc, *P = pat->perm;
+    const double *Lt = S->lu->Lt, *dinv = S->lu->dinv;
+    double *y = S->y, *b = S->b;
     int c[3];
     flat_halves(pat, c);
     for (int j = c[h]; j < c[h + 1]; j++) y[j] *= dinv[j];
     for (int q = pat->bpos[h], end = pat->bpos[h + 1]; q < end; q++) y[bc[q]] -= Lt[q] * y[br[q]];
+    for (int k = c[h]; k < c[h + 1]; k++) b[P[k]] = y[k];
 }
 
 /* solve_ldl's solve by the flat passes (plan_flat). */
@@ -1758,22 +1769,21 @@ static void solve_flat(emn_lu *lu, double *b)
     const int *P = pat->perm;
     int n = lu->n, t0 = pat->t0;
     double *y = pat->fy;
-    halves H = {pat, lu, y, NULL};
+    flat_solve S = {pat, lu, y, b};
     lu->stats.flat++;
-    for (int k = 0; k < n; k++) y[k] = b[P[k]];
     if (t0 > 0) {
         lu->stats.halves++;
-        emn_par_two(flat_forward_half, &H);
+        emn_par_two(flat_forward_half, &S);
         const double *top0 = y + n, *top1 = y + n + (n - t0);
-        for (int i = 0; i < n - t0; i++) y[t0 + i] = (y[t0 + i] + top0[i]) + top1[i];
+        for (int i = 0; i < n - t0; i++) y[t0 + i] = (b[P[t0 + i]] + top0[i]) + top1[i];
         forward_cols(pat, lu->Lx, y, t0, n, NULL);
         backward_cols(pat, lu->Lx, lu->dinv, y, t0, n);
-        emn_par_two(flat_backward_half, &H);
+        for (int k = t0; k < n; k++) b[P[k]] = y[k];
+        emn_par_two(flat_backward_half, &S);
     } else {
-        flat_forward_half(&H, 0);
-        flat_backward_half(&H, 0);
+        flat_forward_half(&S, 0);
+        flat_backward_half(&S, 0);
     }
-    for (int k = 0; k < n; k++) b[P[k]] = y[k];
 }
 
 /* b = A^-1 b from P A P' = L D L' (L unit lower triangular, D on its
