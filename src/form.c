@@ -1290,6 +1290,12 @@ static int *bucket_couplings(const emn_form *f, const tcouplings *tc, bool sourc
     return start;
 }
 
+/* From this many live sources on, emn_form_set_time looks them up in
+ * two halves side by side (par.h): a power grid's ten thousand pulsed
+ * loads (each source's lookups touch only its own numbers; a source
+ * given by an expression keeps them in one pass). */
+#define EMN_SRC_HALVES_MIN 2048
+
 /* Below this many entries (and rows) the linear part of an evaluation is
  * not worth a second core. */
 #define EMN_LIN_HALVES_MIN 50000
@@ -1737,6 +1743,9 @@ emn_form *emn_form_build(const emn_circuit *c, emn_form_kind kind, emn_diag *d)
     f->s = emn_xcalloc((size_t)f->nsrc + 1, sizeof(double));
     f->seg = emn_xcalloc(5 * (size_t)f->nlive + 1, sizeof(double));
     for (int l = 0; l < f->nlive; l++) f->seg[5 * l + 1] = -INFINITY;     /* empty: no time hits */
+    f->src_mid = f->nlive >= EMN_SRC_HALVES_MIN ? f->nlive / 2 : 0;
+    for (int l = 0; l < f->nlive; l++)
+        if (c->elems.v[f->src_elem[f->live_src[l]]].src->kind == EMN_WAVE_EXPR) f->src_mid = 0;
     f->elem_branch_slot = emn_xmalloc((size_t)ne * sizeof(int) + 1);
     for (int i = 0; i < ne; i++) f->elem_branch_slot[i] = -1;
 
@@ -1990,39 +1999,57 @@ static bool piecewise_linear(const emn_source *src)
     return src->kind == EMN_WAVE_NONE || src->kind == EMN_WAVE_PULSE || src->kind == EMN_WAVE_PWL;
 }
 
+/* Live source l's value and integral at t. */
+static void set_source(emn_form *f, int l, double t)
+{
+    int s = f->live_src[l];
+    /* seg: t0 (where the line was looked up), t1 (the next corner),
+     * value and slope at t0, integral at t0 */
+    double *g = f->seg + 5 * l;
+    bool want_int = !f->need_int || f->need_int[s];
+    if (!(t >= g[0] && t < g[1])) {
+        emn_source *src = f->c->elems.v[f->src_elem[s]].src;
+        if (!piecewise_linear(src)) {
+            f->s[s] = emn_wave_value(src, t);
+            f->S[s] = want_int ? emn_wave_integral(src, t) : 0;
+            return;
+        }
+        if (src->kind == EMN_WAVE_NONE) {
+            g[0] = 0;
+            g[1] = INFINITY;
+            g[2] = src->dc;
+            g[3] = g[4] = 0;
+        } else {
+            g[0] = t;
+            g[1] = emn_wave_next_break(src, t);
+            g[2] = emn_wave_value(src, t);
+            g[3] = emn_wave_deriv(src, t);
+            g[4] = want_int ? emn_wave_integral(src, t) : 0;
+        }
+    }
+    double u = t - g[0];
+    f->s[s] = g[2] + g[3] * u;
+    f->S[s] = want_int ? g[4] + u * (g[2] + 0.5 * g[3] * u) : 0;
+}
+
+typedef struct src_job { emn_form *f; double t; } src_job;
+
+static void sources_half(void *arg, int h)
+{
+    src_job *J = arg;
+    int mid = J->f->src_mid;
+    for (int l = h ? mid : 0; l < (h ? J->f->nlive : mid); l++) set_source(J->f, l, J->t);
+}
+
+/* The live sources' values at t (the others stay 0), and the time parts. */
 void emn_form_set_time(emn_form *f, double t)
 {
-    const emn_circuit *c = f->c;
     f->t = t;
-    for (int l = 0; l < f->nlive; l++) {      /* the others stay 0 */
-        int s = f->live_src[l];
-        /* seg: t0 (where the line was looked up), t1 (the next corner),
-         * value and slope at t0, integral at t0 */
-        double *g = f->seg + 5 * l;
-        bool want_int = !f->need_int || f->need_int[s];
-        if (!(t >= g[0] && t < g[1])) {
-            emn_source *src = c->elems.v[f->src_elem[s]].src;
-            if (!piecewise_linear(src)) {
-                f->s[s] = emn_wave_value(src, t);
-                f->S[s] = want_int ? emn_wave_integral(src, t) : 0;
-                continue;
-            }
-            if (src->kind == EMN_WAVE_NONE) {
-                g[0] = 0;
-                g[1] = INFINITY;
-                g[2] = src->dc;
-                g[3] = g[4] = 0;
-            } else {
-                g[0] = t;
-                g[1] = emn_wave_next_break(src, t);
-                g[2] = emn_wave_value(src, t);
-                g[3] = emn_wave_deriv(src, t);
-                g[4] = want_int ? emn_wave_integral(src, t) : 0;
-            }
-        }
-        double u = t - g[0];
-        f->s[s] = g[2] + g[3] * u;
-        f->S[s] = want_int ? g[4] + u * (g[2] + 0.5 * g[3] * u) : 0;
+    if (f->src_mid > 0) {
+        src_job J = {f, t};
+        emn_par_two(sources_half, &J);
+    } else {
+        for (int l = 0; l < f->nlive; l++) set_source(f, l, t);
     }
     time_parts(f);
 }

@@ -108,6 +108,8 @@ typedef struct emn_form {
     double *S, *s;      /* integrals and values at the current time */
     double *seg;        /* per live source, 5 numbers: the straight piece of a
                            PULSE or PWL last looked up (emn_form_set_time) */
+    int src_mid;        /* > 0: the live sources [0, src_mid) and the rest are
+                           looked up side by side (emn_form_set_time) */
 
     /* slots */
     struct { emn_lmap *v; int n, cap; } slots;
@@ -219,7 +221,9 @@ int emn_form_count(const emn_circuit *c, emn_form_kind kind, int *ne, int *nm);
  * (node group), x(cone) (mechanical); out->v is then NUL-terminated. */
 void emn_form_coord_name(const emn_form *f, int j, emn_buf *out);
 
-/* Evaluate the sources at time t (values and integrals). */
+/* Evaluate the sources at time t (values and integrals).  Many sources
+ * are evaluated in two halves side by side (par.h), as large evaluations
+ * are: call it from the main thread, not from a job of emn_par_two. */
 void emn_form_set_time(emn_form *f, double t);
 /* Sources at their DC values times `scale`, integrals zero (t = 0): the
  * operating point's sources, stepped up from zero when needed. */

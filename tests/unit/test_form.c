@@ -1309,6 +1309,111 @@ static void big_network(void)
     free(text);
 }
 
+/* Many sources: 3,000 current sources of PULSE, PWL and SIN waveforms
+ * into their own nodes, each with a resistor to ground, are looked up in
+ * two halves side by side (emn_form_set_time); at z = w = 0, F at node k
+ * is source k's current, which the waveforms' definitions (netlist spec)
+ * evaluated here give, at 60 times in increasing order and 20 in
+ * decreasing.  With one source given by an expression among them, they
+ * are looked up in one pass. */
+typedef struct wave_case { int kind; double v[7]; } wave_case;
+
+static double wave_here(const wave_case *w, double t)
+{
+    const double *v = w->v;
+    if (w->kind == 0) {         /* PULSE(v1 v2 td tr tf pw per) */
+        if (t < v[2]) return v[0];
+        double u = fmod(t - v[2], v[6]);
+        if (u < v[3]) return v[0] + (v[1] - v[0]) * u / v[3];
+        if (u < v[3] + v[5]) return v[1];
+        if (u < v[3] + v[5] + v[4]) return v[1] + (v[0] - v[1]) * (u - v[3] - v[5]) / v[4];
+        return v[0];
+    }
+    if (w->kind == 1) {         /* PWL(0 v0 t1 v1 t2 v2) */
+        if (t <= 0) return v[0];
+        if (t < v[1]) return v[0] + (v[2] - v[0]) * t / v[1];
+        if (t < v[3]) return v[2] + (v[4] - v[2]) * (t - v[1]) / (v[3] - v[1]);
+        return v[4];
+    }
+    /* SIN(vo va freq td theta phase) */
+    double ph = 2 * M_PI * v[5] / 360;
+    if (t < v[3]) return v[0] + v[1] * sin(ph);
+    return v[0] + v[1] * exp(-(t - v[3]) * v[4]) * sin(2 * M_PI * v[2] * (t - v[3]) + ph);
+}
+
+static void many_sources(void)
+{
+    enum { N = 3000 };
+    wave_case *wc = malloc(N * sizeof *wc);
+    size_t tcap = (size_t)N * 320, len = 0;
+    char *text = malloc(tcap);
+    for (int expr = 0; expr < 2; expr++) {
+        len = (size_t)snprintf(text, tcap, "many sources\n");
+        for (int k = 1; k <= N; k++) {
+            wave_case *w = &wc[k - 1];
+            w->kind = k % 3;
+            len += (size_t)snprintf(text + len, tcap - len, "R%d n%d 0 1k\n", k, k);
+            if (expr && k == N) {
+                len += (size_t)snprintf(text + len, tcap - len, "I%d 0 n%d '1m*time'\n", k, k);
+                w->kind = -1;
+            } else if (w->kind == 0) {
+                double tr = urand(1e-10, 1e-9), tf = urand(1e-10, 1e-9), pw = urand(0, 1e-9);
+                double v[7] = {urand(-1e-3, 1e-3), urand(-1e-3, 1e-3), urand(0, 2e-9), tr, tf, pw,
+                               tr + tf + pw + urand(1e-10, 2e-9)};
+                memcpy(w->v, v, sizeof v);
+                len += (size_t)snprintf(text + len, tcap - len, "I%d 0 n%d PULSE(%.17g %.17g %.17g %.17g %.17g %.17g %.17g)\n",
+                                        k, k, v[0], v[1], v[2], v[3], v[4], v[5], v[6]);
+            } else if (w->kind == 1) {
+                double t1 = urand(1e-10, 3e-9), v[5] = {urand(-1e-3, 1e-3), t1, urand(-1e-3, 1e-3),
+                                                       t1 + urand(1e-10, 3e-9), urand(-1e-3, 1e-3)};
+                memcpy(w->v, v, sizeof v);
+                len += (size_t)snprintf(text + len, tcap - len, "I%d 0 n%d PWL(0 %.17g %.17g %.17g %.17g %.17g)\n",
+                                        k, k, v[0], v[1], v[2], v[3], v[4]);
+            } else {
+                double v[6] = {urand(-1e-3, 1e-3), urand(0, 1e-3), urand(1e8, 1e9), urand(0, 2e-9),
+                               urand(0, 1e8), urand(0, 360)};
+                memcpy(w->v, v, sizeof v);
+                len += (size_t)snprintf(text + len, tcap - len, "I%d 0 n%d SIN(%.17g %.17g %.17g %.17g %.17g %.17g)\n",
+                                        k, k, v[0], v[1], v[2], v[3], v[4], v[5]);
+            }
+        }
+        const char *what = expr ? "with an expression" : "waveforms";
+        emn_circuit *c = rd(text);
+        emn_form *f = c && emn_sim_prepare(c, &d) >= 0 ? emn_form_build(c, EMN_FORM_FLUX, &d) : NULL;
+        if (!ok(f != NULL && f->n == N, "many sources, %s: builds", what)) {
+            show_msgs();
+            emn_form_free(&f);
+            emn_netlist_free(&c);
+            continue;
+        }
+        ok(expr ? f->src_mid == 0 : f->src_mid > 0, "many sources, %s: %s", what,
+           expr ? "looked up in one pass" : "looked up in two halves");
+        int *at = malloc((N + 1) * sizeof *at);
+        for (int j = 0; j < N; j++) {
+            int k = 0;
+            if (sscanf(cname(f, j), "lambda(n%d)", &k) == 1 && k >= 1 && k <= N) at[k] = j;
+        }
+        double *z = calloc(N, sizeof *z), *w = calloc(N, sizeof *w), *p = malloc(N * sizeof *p);
+        double *F = malloc(N * sizeof *F), worst = 0, t = 0;
+        for (int round = 0; round < 80; round++) {
+            t = round < 60 ? t + urand(0, 2e-10) : t - urand(0, 5e-10);
+            if (t < 0) t = 0;
+            emn_form_set_time(f, t);
+            emn_form_eval(f, z, w, p, F, NULL, NULL);
+            for (int k = 1; k <= N; k++) {
+                double want = wc[k - 1].kind < 0 ? 1e-3 * t : wave_here(&wc[k - 1], t);
+                worst = fmax(worst, fabs(F[at[k]] - want) / 1e-3);
+            }
+        }
+        ok(worst < 1e-9, "many sources, %s: each node's F is its source's current (worst %.3g of 1 mA)", what, worst);
+        free(at); free(z); free(w); free(p); free(F);
+        emn_form_free(&f);
+        emn_netlist_free(&c);
+    }
+    free(wc);
+    free(text);
+}
+
 int main(void)
 {
 #ifdef M_PERTURB
@@ -1325,6 +1430,7 @@ int main(void)
     duals();
     pattern();
     big_network();
+    many_sources();
     emn_diag_free(&d);
     return tap_done();
 }
