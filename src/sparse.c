@@ -235,7 +235,6 @@ struct emn_lu {
     struct ldl_pattern *pat;    /* the owner's */
     int *mirror;                /* the owner's: where each entry's transpose is, or -1 */
     double *Lx;                 /* L below the diagonal, in pat's columns */
-    double *Lt;                 /* Lx in the order of the flat backward pass (pat->bsrc), or NULL */
     /* A supernodal L may be kept rounded to single precision instead, in
      * Lf, where the owner's user allows (emn_lu_allow_single); `single`
      * if the valid one is so kept */
@@ -365,14 +364,13 @@ static void drop_ldl(emn_lu *lu)
     free_pattern(&lu->pat, lu->cc);
     free(lu->mirror);
     free(lu->Lx);
-    free(lu->Lt);
     free(lu->Lf);
     free(lu->dinv);
     free(lu->work);
     free(lu->topbuf);
     free(lu->sbuf);
     lu->mirror = NULL;
-    lu->Lx = lu->Lt = lu->dinv = lu->work = lu->topbuf = lu->sbuf = NULL;
+    lu->Lx = lu->dinv = lu->work = lu->topbuf = lu->sbuf = NULL;
     lu->Lf = NULL;
     lu->use_ldl = lu->ldl_failed = lu->single = false;
 }
@@ -715,16 +713,12 @@ typedef struct ldl_pattern {
     int *Lp, *Li;
     bool chain;             /* nearly every column's parent is the next (forward_run) */
     int *split;             /* per column below the top: where its rows in the top begin */
-    /* The flat passes of a solve (plan_flat; not for a chain, nor a
-     * supernodal L): the forward one takes L's entries p of each half in
-     * L's order, y[fr[p]] -= Lx[p] y[fc[p]], where fr is the entry's row,
-     * or for a row in the top its place in the half's part of fy past n;
-     * the backward one takes the entries of each half's columns by
-     * descending row, half h's from bpos[h], y[bc[q]] -= Lt[q] y[br[q]],
-     * Lt[q] being Lx[bsrc[q]].  fy: the solve's n numbers and the
-     * halves' updates of the top. */
-    int *fr, *fc, *br, *bc, *bsrc;
-    int bpos[3];
+    /* The flat forward pass of a solve (plan_flat; not for a chain, nor
+     * a supernodal L) takes L's entries p of each half in L's order,
+     * y[fr[p]] -= Lx[p] y[fc[p]]: fc is the entry's column, fr its row,
+     * or for a row in the top its place in the half's part of fy past n.
+     * fy: the solve's n numbers and the halves' updates of the top. */
+    int *fr, *fc;
     double *fy;
     /* A large factorization (EMN_LDL_SUPER_FLOPS) is a supernodal L L'
      * in the same order (super_factor), whose dense blocks are worked on
@@ -756,7 +750,7 @@ static void free_pattern(ldl_pattern **pp, cholmod_common *cc)
     ldl_pattern *pat = *pp;
     if (!pat) return;
     free(pat->perm); free(pat->pinv); free(pat->parent); free(pat->Lp); free(pat->Li); free(pat->split);
-    free(pat->fr); free(pat->fc); free(pat->br); free(pat->bc); free(pat->bsrc); free(pat->fy);
+    free(pat->fr); free(pat->fc); free(pat->fy);
     free(pat->x); free(pat->flag); free(pat->stack); free(pat->path); free(pat->fill);
     free(pat->sup); free(pat->spi); free(pat->sls); free(pat->smap); free(pat->spx);
     free(pat->cwork); free(pat->swork); free(pat->xd);
@@ -1385,16 +1379,20 @@ static void flat_halves(const ldl_pattern *pat, int c[3])
     c[2] = pat->t0 > 0 ? pat->t0 : pat->n;
 }
 
-/* The flat passes' plan (see ldl_pattern), once the first factorization
- * has laid out L's rows.  A solve by columns leaves each column's loop
- * after a few entries, at a length the processor cannot foresee on a
- * bushy tree: flat, ibmpg1t's solves (6.4 entries a column) took
- * 0.31-0.38 ms against 0.49-0.85 ms, alternated in one process.  Where
- * columns are longer, the flat passes' extra index costs more than the
- * loops' exits: mesh-1e3's (10.9 a column) 0.032-0.037 ms against
- * 0.028-0.029, mesh-1e4's (18.4) 0.36-0.52 against 0.33-0.46.  The sums
- * are the same, in the same order, either way. */
-#define EMN_FLAT_MEAN 8
+/* The flat forward pass's plan (see ldl_pattern), once the first
+ * factorization has laid out L's rows.  By columns, the forward pass
+ * leaves each column's loop after a few entries, at a length the
+ * processor cannot foresee on a bushy tree; flat, it has one loop.
+ * Solves alternated in one process, flat forward and backward by
+ * columns against both by columns: ibmpg1t's L (6.4 entries a column)
+ * 0.36-0.38 ms against 0.47-0.50, mesh-1e3's (10.9) 0.015-0.016 against
+ * 0.016-0.017, mesh-1e4's (18.4) 0.28-0.32 against 0.30-0.41.  The
+ * backward pass stays by columns: going back over L's entries from the
+ * last, each column's updates of one number wait on each other through
+ * memory (0.36-0.39 ms on ibmpg1t, 0.45-0.47 on mesh-1e4), and going
+ * back by rows, from a copy of each factorization's values in that
+ * order (0.28-0.33 ms on ibmpg1t), took a fifth more memory there.  The
+ * sums are the same, in the same order, either way. */
 static void plan_flat(ldl_pattern *pat)
 {
     int n = pat->n, t0 = pat->t0, ntop = t0 > 0 ? n - t0 : 0, c[3];
@@ -1403,37 +1401,14 @@ static void plan_flat(ldl_pattern *pat)
     size_t nz = (size_t)Lp[c[2]] + 1;
     pat->fr = emn_xmalloc(nz * sizeof(int));
     pat->fc = emn_xmalloc(nz * sizeof(int));
-    pat->br = emn_xmalloc(nz * sizeof(int));
-    pat->bc = emn_xmalloc(nz * sizeof(int));
-    pat->bsrc = emn_xmalloc(nz * sizeof(int));
     pat->fy = emn_xmalloc(((size_t)n + 2 * (size_t)ntop + 1) * sizeof(double));
-    int *at = emn_xcalloc((size_t)n + 1, sizeof(int));
-    pat->bpos[0] = 0;
-    for (int h = 0; h < 2; h++) {
+    for (int h = 0; h < 2; h++)
         for (int j = c[h]; j < c[h + 1]; j++)
             for (int p = Lp[j]; p < Lp[j + 1]; p++) {
                 int i = Li[p];
                 pat->fc[p] = j;
                 pat->fr[p] = i < t0 || t0 == 0 ? i : n + h * ntop + (i - t0);
-                at[i]++;
             }
-        int q = pat->bpos[h];
-        for (int i = n - 1; i >= 0; i--) {      /* rows descending */
-            int k = at[i];
-            at[i] = q;
-            q += k;
-        }
-        pat->bpos[h + 1] = q;
-        for (int j = c[h]; j < c[h + 1]; j++)
-            for (int p = Lp[j]; p < Lp[j + 1]; p++) {
-                int k = at[Li[p]]++;
-                pat->br[k] = Li[p];
-                pat->bc[k] = j;
-                pat->bsrc[k] = p;
-            }
-        memset(at, 0, ((size_t)n + 1) * sizeof(int));
-    }
-    free(at);
 }
 
 /* L D L' of a symmetric A.  Returns 0, or -1 if a pivot is not positive
@@ -1452,10 +1427,9 @@ static int factor_ldl(emn_lu *lu, const emn_sparse *A)
     int n = A->n, t0 = pat->t0;
     if (lu != o && lu->pat_id != o->pat_id) {   /* laid out for an analysis since replaced */
         free(lu->Lx);
-        free(lu->Lt);
         free(lu->Lf);
         free(lu->dinv);
-        lu->Lx = lu->Lt = lu->dinv = NULL;
+        lu->Lx = lu->dinv = NULL;
         lu->Lf = NULL;
         lu->pat_id = o->pat_id;
     }
@@ -1498,13 +1472,7 @@ static int factor_ldl(emn_lu *lu, const emn_sparse *A)
             pat->split[j] = p;
         }
     }
-    if (!pat->ns && !pat->chain && (size_t)pat->Lp[n] < EMN_FLAT_MEAN * (size_t)n) {
-        if (!pat->fr) plan_flat(pat);
-        size_t nz = (size_t)pat->bpos[2];
-        if (!lu->Lt) lu->Lt = emn_xmalloc((nz + 1) * sizeof(double));
-        const int *src = pat->bsrc;
-        for (size_t q = 0; q < nz; q++) lu->Lt[q] = lu->Lx[src[q]];
-    }
+    if (!pat->fr && !pat->ns && !pat->chain) plan_flat(pat);
     klu_free_numeric(&lu->num, &lu->common);
     lu->rcond = lo / hi;
     lu->use_ldl = lu->valid = true;
@@ -1745,23 +1713,21 @@ static void flat_forward_half(void *arg, int h)
     for (int p = pat->Lp[c[h]], end = pat->Lp[c[h + 1]]; p < end; p++) y[fr[p]] -= Lx[p] * y[fc[p]];
 }
 
-/* Half h of the flat backward pass: its columns' 1 / D, its entries,
- * then its rows of x scattered back to b. */
-static void flat_backward_half(void *arg, int h)
+/* Half h of the backward pass (by columns), then its rows of x
+ * scattered back to b. */
+static void cols_backward_half(void *arg, int h)
 {
     const flat_solve *S = arg;
     const ldl_pattern *pat = S->pat;
-    const int *br = pat->br, *bc = pat->bc, *P = pat->perm;
-    const double *Lt = S->lu->Lt, *dinv = S->lu->dinv;
+    const int *P = pat->perm;
     double *y = S->y, *b = S->b;
     int c[3];
     flat_halves(pat, c);
-    for (int j = c[h]; j < c[h + 1]; j++) y[j] *= dinv[j];
-    for (int q = pat->bpos[h], end = pat->bpos[h + 1]; q < end; q++) y[bc[q]] -= Lt[q] * y[br[q]];
+    backward_cols(pat, S->lu->Lx, S->lu->dinv, y, c[h], c[h + 1]);
     for (int k = c[h]; k < c[h + 1]; k++) b[P[k]] = y[k];
 }
 
-/* solve_ldl's solve by the flat passes (plan_flat). */
+/* solve_ldl's solve with the flat forward pass (plan_flat). */
 static void solve_flat(emn_lu *lu, double *b)
 {
     const emn_lu *o = lu->share ? lu->share : lu;
@@ -1779,10 +1745,10 @@ static void solve_flat(emn_lu *lu, double *b)
         forward_cols(pat, lu->Lx, y, t0, n, NULL);
         backward_cols(pat, lu->Lx, lu->dinv, y, t0, n);
         for (int k = t0; k < n; k++) b[P[k]] = y[k];
-        emn_par_two(flat_backward_half, &S);
+        emn_par_two(cols_backward_half, &S);
     } else {
         flat_forward_half(&S, 0);
-        flat_backward_half(&S, 0);
+        cols_backward_half(&S, 0);
     }
 }
 
@@ -2415,7 +2381,6 @@ size_t emn_lu_bytes(const emn_lu *lu)
     size_t b = lu->common.memusage;
     const emn_lu *o = lu->share ? lu->share : lu;
     if (lu->Lx && o->pat) b += lx_size(o->pat) * sizeof(double);      /* L */
-    if (lu->Lt && o->pat) b += (size_t)o->pat->bpos[2] * sizeof(double);
     if (lu->Lf && o->pat) b += lx_size(o->pat) * sizeof(float);
     if (lu == o && o->pat && o->pat->xd) b += lx_size(o->pat) * sizeof(double);   /* the workspace */
     if (lu->dinv && o->pat) b += (size_t)o->pat->n * sizeof(double);  /* 1/D */

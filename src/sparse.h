@@ -69,7 +69,7 @@ typedef struct emn_lu_stats {
     long offdiag;           /* pivots off the diagonal in the last full factorization */
     long ldl;               /* L D L' factorizations tried (symmetric matrices) */
     long halves;            /* L D L' solves run in two halves (see sparse.c) */
-    long flat;              /* L D L' solves by the flat passes (see sparse.c) */
+    long flat;              /* L D L' solves with the flat forward pass (see sparse.c) */
     long super;             /* L D L' factorizations made supernodally (super_factor) */
     long super_halves;      /* of those, made in two halves side by side */
     long parts;             /* KLU factorizations made as two independent groups (sparse.c) */

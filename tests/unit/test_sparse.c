@@ -543,11 +543,10 @@ static void test_halves(void)
 /* A network whose elimination tree is bushy and whose L has a few
  * entries a column (a random tree of conductances, each node hung from
  * one before it, and a tenth as many links from a node to its
- * grandparent): its solves run
- * by the flat passes (sparse.c), in two halves and a top when large, in
- * one pass when not, for the LU that made the analysis and for one
- * sharing it with other values; a ladder (a chain) and a grid (long
- * columns) keep the passes by columns. */
+ * grandparent): its solves take the flat forward pass (sparse.c), in
+ * two halves and a top when large, in one pass when not, for the LU that
+ * made the analysis and for one sharing it with other values.  So does
+ * a grid's; a ladder (a chain) and a supernodal L do not. */
 static void tree_network(emn_sparse *A, int n, unsigned long long seed)
 {
     rng_state = seed;
@@ -607,8 +606,8 @@ static void test_flat(void)
         free(x);
         emn_sparse_free(&A);
     }
-    /* by columns: the ladder of test_tridiagonal's kind, and a grid */
-    for (int grid = 0; grid < 2; grid++) {
+    /* the ladder of test_tridiagonal's kind, a grid, the grid supernodal */
+    for (int grid = 0; grid < 3; grid++) {
         emn_sparse A;
         if (grid) {
             network(&A, 150, 1.0, 99);
@@ -627,12 +626,13 @@ static void test_flat(void)
         double *b = emn_xmalloc((size_t)n * sizeof *b), *x = emn_xmalloc((size_t)n * sizeof *x);
         for (int i = 0; i < n; i++) b[i] = x[i] = rnd_unit() - 0.5;
         emn_lu *lu = emn_lu_new();
+        if (grid == 2) emn_lu_set_super_flops(lu, 0);
         const emn_lu_stats *st = emn_lu_get_stats(lu);
         bool good = emn_lu_factor(lu, &A, NULL) == 0 && emn_lu_solve(lu, x) == 0;
         double res = residual(&A, x, b);
-        ok(good && st->ldl == 1 && st->flat == 0 && res < 1e-12,
-           "flat: a %s solves by columns (%ld flat), ||Ax-b||/||b|| = %.3g < 1e-12", grid ? "150 x 150 grid" : "ladder",
-           st->flat, res);
+        const char *what = grid == 2 ? "supernodal 150 x 150 grid" : grid ? "150 x 150 grid" : "ladder";
+        ok(good && st->ldl == 1 && st->flat == (grid == 1) && st->super == (grid == 2) && res < 1e-12,
+           "flat: a %s, %ld flat solves, %ld supernodal, ||Ax-b||/||b|| = %.3g < 1e-12", what, st->flat, st->super, res);
         emn_lu_free(&lu);
         free(b);
         free(x);
