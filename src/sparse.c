@@ -243,9 +243,9 @@ struct emn_lu {
     bool single;
     long pat_id;                /* the owner's: analyses made; others: the one Lx is laid out for */
     double *dinv;               /* n: 1 / D, a multiply per solve, not a divide */
-    /* the owner's, for the solves of all that share its analysis (one
-     * solve at a time): n numbers, and the halves' updates of the top
-     * (see ldl_pattern) */
+    /* the owner's, for the supernodal solves of all that share its
+     * analysis (one solve at a time): n numbers, and the halves' updates
+     * of the top (see ldl_pattern; a row-by-row L's are its fy) */
     double *work, *topbuf;
     double *sbuf;               /* the owner's: a supernode's rows, for each half (super_solve_in) */
     bool use_ldl;               /* the valid factorization is Lx, not num */
@@ -713,11 +713,12 @@ typedef struct ldl_pattern {
     int *Lp, *Li;
     bool chain;             /* nearly every column's parent is the next (forward_run) */
     int *split;             /* per column below the top: where its rows in the top begin */
-    /* The flat forward pass of a solve (plan_flat; not for a chain, nor
+    /* The flat forward pass of a solve (plan_rows; not for a chain, nor
      * a supernodal L) takes L's entries p of each half in L's order,
      * y[fr[p]] -= Lx[p] y[fc[p]]: fc is the entry's column, fr its row,
      * or for a row in the top its place in the half's part of fy past n.
-     * fy: the solve's n numbers and the halves' updates of the top. */
+     * fy (any row-by-row L): the solve's n numbers and the halves'
+     * updates of the top. */
     int *fr, *fc;
     double *fy;
     /* A large factorization (EMN_LDL_SUPER_FLOPS) is a supernodal L L'
@@ -1379,7 +1380,8 @@ static void flat_halves(const ldl_pattern *pat, int c[3])
     c[2] = pat->t0 > 0 ? pat->t0 : pat->n;
 }
 
-/* The flat forward pass's plan (see ldl_pattern), once the first
+/* A row-by-row L's solve buffer (fy) and, unless it is a chain, the
+ * flat forward pass's plan (see ldl_pattern), once the first
  * factorization has laid out L's rows.  By columns, the forward pass
  * leaves each column's loop after a few entries, at a length the
  * processor cannot foresee on a bushy tree; flat, it has one loop.
@@ -1392,16 +1394,19 @@ static void flat_halves(const ldl_pattern *pat, int c[3])
  * memory (0.36-0.39 ms on ibmpg1t, 0.45-0.47 on mesh-1e4), and going
  * back by rows, from a copy of each factorization's values in that
  * order (0.28-0.33 ms on ibmpg1t), took a fifth more memory there.  The
- * sums are the same, in the same order, either way. */
-static void plan_flat(ldl_pattern *pat)
+ * sums are the same, in the same order, either way.  A chain's forward
+ * pass by columns carries its update to the next column in a register
+ * (forward_run). */
+static void plan_rows(ldl_pattern *pat)
 {
     int n = pat->n, t0 = pat->t0, ntop = t0 > 0 ? n - t0 : 0, c[3];
     const int *Lp = pat->Lp, *Li = pat->Li;
+    pat->fy = emn_xmalloc(((size_t)n + 2 * (size_t)ntop + 1) * sizeof(double));
+    if (pat->chain) return;
     flat_halves(pat, c);
     size_t nz = (size_t)Lp[c[2]] + 1;
     pat->fr = emn_xmalloc(nz * sizeof(int));
     pat->fc = emn_xmalloc(nz * sizeof(int));
-    pat->fy = emn_xmalloc(((size_t)n + 2 * (size_t)ntop + 1) * sizeof(double));
     for (int h = 0; h < 2; h++)
         for (int j = c[h]; j < c[h + 1]; j++)
             for (int p = Lp[j]; p < Lp[j + 1]; p++) {
@@ -1441,10 +1446,10 @@ static int factor_ldl(emn_lu *lu, const emn_sparse *A)
         lu->Lx = emn_xmalloc((lx_size(pat) + 1) * sizeof(double));
         if (!pat->ns) lu->dinv = emn_xmalloc(((size_t)n + 1) * sizeof(double));     /* L L': no D */
     }
-    if (!o->work) {
+    if (pat->ns && !o->work) {
         o->work = emn_xmalloc(((size_t)n + 1) * sizeof(double));
         if (t0 > 0) o->topbuf = emn_xmalloc(2 * (size_t)(n - t0) * sizeof(double));
-        if (pat->ns) o->sbuf = emn_xmalloc(2 * ((size_t)pat->maxrow + 1) * sizeof(double));
+        o->sbuf = emn_xmalloc(2 * ((size_t)pat->maxrow + 1) * sizeof(double));
     }
     if (lu->use_ldl) lu->use_ldl = lu->valid = false;   /* refactored in place */
     lu->single = false;
@@ -1472,7 +1477,7 @@ static int factor_ldl(emn_lu *lu, const emn_sparse *A)
             pat->split[j] = p;
         }
     }
-    if (!pat->fr && !pat->ns && !pat->chain) plan_flat(pat);
+    if (!pat->fy && !pat->ns) plan_rows(pat);
     klu_free_numeric(&lu->num, &lu->common);
     lu->rcond = lo / hi;
     lu->use_ldl = lu->valid = true;
@@ -1537,31 +1542,6 @@ static void backward_cols(const ldl_pattern *pat, const double *Lx, const double
 {
     if (pat->chain) backward_run(pat, Lx, dinv, y, lo, hi, true);
     else backward_run(pat, Lx, dinv, y, lo, hi, false);
-}
-
-typedef struct halves {
-    const ldl_pattern *pat;
-    const emn_lu *lu;
-    double *y, *topbuf;
-} halves;
-
-/* One half's forward pass: its own rows in place, the top's into its
- * share of topbuf (the other half writes the same rows). */
-static void forward_half(void *arg, int h)
-{
-    const halves *H = arg;
-    const ldl_pattern *pat = H->pat;
-    int t0 = pat->t0, ntop = pat->n - t0;
-    double *top = H->topbuf + (size_t)h * ntop;
-    memset(top, 0, (size_t)ntop * sizeof *top);
-    forward_cols(pat, H->lu->Lx, H->y, h ? pat->n0 : 0, h ? t0 : pat->n0, top);
-}
-
-static void backward_half(void *arg, int h)
-{
-    const halves *H = arg;
-    const ldl_pattern *pat = H->pat;
-    backward_cols(pat, H->lu->Lx, H->lu->dinv, H->y, h ? pat->n0 : 0, h ? pat->t0 : pat->n0);
 }
 
 typedef struct super_solve {
@@ -1690,34 +1670,39 @@ static void super_solve_in(const ldl_pattern *pat, const emn_lu *o, const double
     }
 }
 
-/* One flat solve of b (solve_flat): y is the pattern's fy. */
-typedef struct flat_solve {
+/* One solve of b with a row-by-row L (solve_rows): y is the pattern's
+ * fy. */
+typedef struct rows_solve {
     const ldl_pattern *pat;
     const emn_lu *lu;
     double *y, *b;
-} flat_solve;
+} rows_solve;
 
-/* Half h of the flat forward pass: its rows of P b gathered, the top's
- * part of fy cleared, then its entries. */
-static void flat_forward_half(void *arg, int h)
+/* Half h of the forward pass: its rows of P b gathered, its part of the
+ * top's updates (past n in fy) cleared, then its columns, flat or one by
+ * one.  Without halves, half 0 is all of it. */
+static void rows_forward_half(void *arg, int h)
 {
-    const flat_solve *S = arg;
+    const rows_solve *S = arg;
     const ldl_pattern *pat = S->pat;
     const int *fr = pat->fr, *fc = pat->fc, *P = pat->perm;
     const double *Lx = S->lu->Lx, *b = S->b;
     double *y = S->y;
     int c[3], ntop = pat->t0 > 0 ? pat->n - pat->t0 : 0;
+    double *top = ntop > 0 ? y + pat->n + (size_t)h * ntop : NULL;
     flat_halves(pat, c);
     for (int k = c[h]; k < c[h + 1]; k++) y[k] = b[P[k]];
-    memset(y + pat->n + (size_t)h * ntop, 0, (size_t)ntop * sizeof *y);
-    for (int p = pat->Lp[c[h]], end = pat->Lp[c[h + 1]]; p < end; p++) y[fr[p]] -= Lx[p] * y[fc[p]];
+    if (top) memset(top, 0, (size_t)ntop * sizeof *y);
+    if (fr)
+        for (int p = pat->Lp[c[h]], end = pat->Lp[c[h + 1]]; p < end; p++) y[fr[p]] -= Lx[p] * y[fc[p]];
+    else
+        forward_cols(pat, Lx, y, c[h], c[h + 1], top);
 }
 
-/* Half h of the backward pass (by columns), then its rows of x
- * scattered back to b. */
-static void cols_backward_half(void *arg, int h)
+/* Half h of the backward pass, then its rows of x scattered back to b. */
+static void rows_backward_half(void *arg, int h)
 {
-    const flat_solve *S = arg;
+    const rows_solve *S = arg;
     const ldl_pattern *pat = S->pat;
     const int *P = pat->perm;
     double *y = S->y, *b = S->b;
@@ -1727,64 +1712,51 @@ static void cols_backward_half(void *arg, int h)
     for (int k = c[h]; k < c[h + 1]; k++) b[P[k]] = y[k];
 }
 
-/* solve_ldl's solve with the flat forward pass (plan_flat). */
-static void solve_flat(emn_lu *lu, double *b)
+/* solve_ldl's solve with a row-by-row L: each pass in its halves side by
+ * side (par.h), and the top in between; the top's updates from the two
+ * halves are added in a fixed order, so the result is the same on one
+ * core or two.  Each half gathers its rows of P b and scatters its rows
+ * of x itself. */
+static void solve_rows(emn_lu *lu, double *b)
 {
     const emn_lu *o = lu->share ? lu->share : lu;
     const ldl_pattern *pat = o->pat;
     const int *P = pat->perm;
     int n = lu->n, t0 = pat->t0;
     double *y = pat->fy;
-    flat_solve S = {pat, lu, y, b};
-    lu->stats.flat++;
+    rows_solve S = {pat, lu, y, b};
+    if (pat->fr) lu->stats.flat++;
     if (t0 > 0) {
         lu->stats.halves++;
-        emn_par_two(flat_forward_half, &S);
+        emn_par_two(rows_forward_half, &S);
         const double *top0 = y + n, *top1 = y + n + (n - t0);
         for (int i = 0; i < n - t0; i++) y[t0 + i] = (b[P[t0 + i]] + top0[i]) + top1[i];
         forward_cols(pat, lu->Lx, y, t0, n, NULL);
         backward_cols(pat, lu->Lx, lu->dinv, y, t0, n);
         for (int k = t0; k < n; k++) b[P[k]] = y[k];
-        emn_par_two(cols_backward_half, &S);
+        emn_par_two(rows_backward_half, &S);
     } else {
-        flat_forward_half(&S, 0);
-        cols_backward_half(&S, 0);
+        rows_forward_half(&S, 0);
+        rows_backward_half(&S, 0);
     }
 }
 
 /* b = A^-1 b from P A P' = L D L' (L unit lower triangular, D on its
- * diagonal): L y = P b, then L' (P x) = D^-1 y.  With the owner's order
- * in halves, each pass runs its halves side by side (par.h) and the top
- * in between; the top's updates from the two halves are added in a fixed
- * order, so the result is the same on one core or two. */
+ * diagonal): L y = P b, then L' (P x) = D^-1 y. */
 static void solve_ldl(emn_lu *lu, double *b)
 {
     const emn_lu *o = lu->share ? lu->share : lu;
     const ldl_pattern *pat = o->pat;
-    if (pat->fr) {
-        solve_flat(lu, b);
+    if (!pat->ns) {
+        solve_rows(lu, b);
         return;
     }
     const int *P = pat->perm;
     double *y = o->work;
-    int n = lu->n, t0 = pat->t0;
+    int n = lu->n;
     for (int k = 0; k < n; k++) y[k] = b[P[k]];
-    if (pat->ns) {
-        if (pat->s_t0 > 0) lu->stats.halves++;
-        super_solve_in(pat, o, lu->single ? NULL : lu->Lx, lu->single ? lu->Lf : NULL, y);
-    } else if (t0 > 0) {
-        halves H = {pat, lu, y, o->topbuf};
-        lu->stats.halves++;
-        emn_par_two(forward_half, &H);
-        const double *top0 = o->topbuf, *top1 = o->topbuf + (n - t0);
-        for (int i = 0; i < n - t0; i++) y[t0 + i] = (y[t0 + i] + top0[i]) + top1[i];
-        forward_cols(pat, lu->Lx, y, t0, n, NULL);
-        backward_cols(pat, lu->Lx, lu->dinv, y, t0, n);
-        emn_par_two(backward_half, &H);
-    } else {
-        forward_cols(pat, lu->Lx, y, 0, n, NULL);
-        backward_cols(pat, lu->Lx, lu->dinv, y, 0, n);
-    }
+    if (pat->s_t0 > 0) lu->stats.halves++;
+    super_solve_in(pat, o, lu->single ? NULL : lu->Lx, lu->single ? lu->Lf : NULL, y);
     for (int k = 0; k < n; k++) b[P[k]] = y[k];
 }
 
