@@ -1373,7 +1373,7 @@ static void keep_super(emn_lu *lu, const emn_lu *o, ldl_pattern *pat, const emn_
 
 /* The columns of half h of a row-by-row L: [c[h], c[h + 1]) (all
  * below the top in half 0 if the pattern is not in halves). */
-static void flat_halves(const ldl_pattern *pat, int c[3])
+static void rows_halves(const ldl_pattern *pat, int c[3])
 {
     c[0] = 0;
     c[1] = pat->t0 > 0 ? pat->n0 : pat->n;
@@ -1403,7 +1403,7 @@ static void plan_rows(ldl_pattern *pat)
     const int *Lp = pat->Lp, *Li = pat->Li;
     pat->fy = emn_xmalloc(((size_t)n + 2 * (size_t)ntop + 1) * sizeof(double));
     if (pat->chain) return;
-    flat_halves(pat, c);
+    rows_halves(pat, c);
     size_t nz = (size_t)Lp[c[2]] + 1;
     pat->fr = emn_xmalloc(nz * sizeof(int));
     pat->fc = emn_xmalloc(nz * sizeof(int));
@@ -1690,7 +1690,7 @@ static void rows_forward_half(void *arg, int h)
     double *y = S->y;
     int c[3], ntop = pat->t0 > 0 ? pat->n - pat->t0 : 0;
     double *top = ntop > 0 ? y + pat->n + (size_t)h * ntop : NULL;
-    flat_halves(pat, c);
+    rows_halves(pat, c);
     for (int k = c[h]; k < c[h + 1]; k++) y[k] = b[P[k]];
     if (top) memset(top, 0, (size_t)ntop * sizeof *y);
     if (fr)
@@ -1707,7 +1707,7 @@ static void rows_backward_half(void *arg, int h)
     const int *P = pat->perm;
     double *y = S->y, *b = S->b;
     int c[3];
-    flat_halves(pat, c);
+    rows_halves(pat, c);
     backward_cols(pat, S->lu->Lx, S->lu->dinv, y, c[h], c[h + 1]);
     for (int k = c[h]; k < c[h + 1]; k++) b[P[k]] = y[k];
 }
