@@ -712,7 +712,7 @@ typedef struct ldl_pattern {
     int *perm, *pinv, *parent;
     int *Lp, *Li;
     bool chain;             /* nearly every column's parent is the next (forward_run) */
-    int *split;             /* per column below the top: where its rows in the top begin */
+    int *split;             /* a chain's, per column below the top: where its rows in the top begin */
     /* The flat forward pass of a solve (plan_rows; not for a chain, nor
      * a supernodal L) takes L's entries p of each half in L's order,
      * y[fr[p]] -= Lx[p] y[fc[p]]: fc is the entry's column, fr its row,
@@ -1396,13 +1396,23 @@ static void rows_halves(const ldl_pattern *pat, int c[3])
  * order (0.28-0.33 ms on ibmpg1t), took a fifth more memory there.  The
  * sums are the same, in the same order, either way.  A chain's forward
  * pass by columns carries its update to the next column in a register
- * (forward_run). */
+ * (forward_run), and sends its halves' rows in the top from split[j] on. */
 static void plan_rows(ldl_pattern *pat)
 {
     int n = pat->n, t0 = pat->t0, ntop = t0 > 0 ? n - t0 : 0, c[3];
     const int *Lp = pat->Lp, *Li = pat->Li;
     pat->fy = emn_xmalloc(((size_t)n + 2 * (size_t)ntop + 1) * sizeof(double));
-    if (pat->chain) return;
+    if (pat->chain) {
+        if (t0 == 0) return;
+        /* rows ascend in each column: those in the top come last */
+        pat->split = emn_xmalloc((size_t)t0 * sizeof(int));
+        for (int j = 0; j < t0; j++) {
+            int p = Lp[j + 1];
+            while (p > Lp[j] && Li[p - 1] >= t0) p--;
+            pat->split[j] = p;
+        }
+        return;
+    }
     rows_halves(pat, c);
     size_t nz = (size_t)Lp[c[2]] + 1;
     pat->fr = emn_xmalloc(nz * sizeof(int));
@@ -1467,15 +1477,6 @@ static int factor_ldl(emn_lu *lu, const emn_sparse *A)
         if (!J.ok[0] || !J.ok[1] || !ldl_rows(pat, A, lu->Lx, lu->dinv, t0, n, 0, n, top)) return -1;
         lo = fmin(top[0], fmin(J.d[0][0], J.d[1][0]));
         hi = fmax(top[1], fmax(J.d[0][1], J.d[1][1]));
-    }
-    if (t0 > 0 && !pat->split && !pat->ns) {
-        /* rows ascend in each column: those in the top come last */
-        pat->split = emn_xmalloc((size_t)t0 * sizeof(int));
-        for (int j = 0; j < t0; j++) {
-            int p = pat->Lp[j + 1];
-            while (p > pat->Lp[j] && pat->Li[p - 1] >= t0) p--;
-            pat->split[j] = p;
-        }
     }
     if (!pat->fy && !pat->ns) plan_rows(pat);
     klu_free_numeric(&lu->num, &lu->common);
