@@ -2286,6 +2286,93 @@ int emn_form_eval(emn_form *f, const double *z, const double *w, double *p, doub
     return 0;
 }
 
+/* Row i's entries of M from *r, as row_add with the magnitudes, for
+ * coordinates z = (w - hz) ia made where they are read: a linear step's
+ * z are not written yet when another half's row reads them. */
+static inline double row_add_z(const emn_cmat *M, int *r, int end, int i, const double *w, const double *hz,
+                               double ia, double s, double *a)
+{
+    if (*r >= end || M->rows[*r] != i) return s;
+    (*r)++;
+    const int *col = M->col;
+    const double *val = M->val;
+    double m = *a;
+    for (int k = M->rptr[i], k1 = M->rptr[i + 1]; k < k1; k++) {
+        double d = val[k] * ((w[col[k]] - hz[col[k]]) * ia);
+        s += d;
+        m += fabs(d);
+    }
+    *a = m;
+    return s;
+}
+
+typedef struct step_part { const emn_form *f; const double *w; emn_step_check *C; } step_part;
+
+/* Rows [i0, i1) of emn_form_eval_step, the matrices from r0[q] to r1[q]
+ * as in lin_rows, and each sum in lin_rows's order: the same p, F and
+ * scale as emn_form_eval's at z and w. */
+static void step_rows(const step_part *P, int h, int i0, int i1, const int *r0, const int *r1)
+{
+    const emn_form *f = P->f;
+    emn_step_check *C = P->C;
+    const emn_cmat *M = f->lin;
+    const double *pt = f->pt, *ft = f->ft, *w = P->w, *hz = C->hz, *hp = C->hp, *ra = C->res_m;
+    double *z = C->z, *p = C->p, *F = C->F, *scale = C->scale, *dw = C->dw;
+    double a = C->a, ia = C->ia, rt = C->reltol, re = C->res_e;
+    int r[4], ne = f->ne, bad_w = -1, bad_r = -1;
+    bool ok = true;
+    for (int q = 0; q < 4; q++) r[q] = r0[q];
+    for (int i = i0; i < i1; i++) {
+        if (!isfinite(w[i]) && bad_w < 0) bad_w = i;
+        z[i] = (w[i] - hz[i]) * ia;
+        double m = fabs(pt[i]) + fabs(ft[i]);
+        double pi = row_add_z(&M[0], &r[0], r1[0], i, w, hz, ia, pt[i], &m);
+        pi = row_add(&M[1], &r[1], r1[1], i, w, pi, &m);
+        double Fi = row_add_z(&M[2], &r[2], r1[2], i, w, hz, ia, ft[i], &m);
+        Fi = row_add(&M[3], &r[3], r1[3], i, w, Fi, &m);
+        p[i] = pi;
+        F[i] = Fi;
+        scale[i] = m;
+        /* the residual and its test as the integrator's Newton
+         * iteration makes them (integ.c, residual_run) */
+        double ap = a * pi, d = ap + hp[i] - Fi;
+        dw[i] = d;
+        double tol = rt * (fabs(ap) + fabs(hp[i]) + fabs(m)) + (i < ne ? re : ra[i - ne]);
+        if (!isfinite(d)) {
+            if (bad_r < 0) bad_r = i;
+        } else if (fabs(d) > tol) {
+            ok = false;
+        }
+    }
+    C->ok[h] = ok;
+    C->bad_w[h] = bad_w;
+    C->bad_r[h] = bad_r;
+}
+
+static void step_half(void *arg, int h)
+{
+    const step_part *P = arg;
+    const emn_form *f = P->f;
+    const emn_lin_split *S = f->lin_split;
+    int mid = S ? S->s.mid : f->n, r0[4], r1[4];
+    for (int q = 0; q < 4; q++) {
+        r0[q] = h ? S->r[q] : 0;
+        r1[q] = h || !S ? f->lin[q].nrows : S->r[q];
+    }
+    step_rows(P, h, h ? mid : 0, h ? f->n : mid, r0, r1);
+}
+
+void emn_form_eval_step(emn_form *f, const double *w, emn_step_check *C)
+{
+    assert(f->nnonlinear == 0);
+    step_part P = {f, w, C};
+    emn_lin_split *S = f->lin_split;
+    C->ok[1] = true;
+    C->bad_w[1] = C->bad_r[1] = -1;
+    if (!S) step_half(&P, 0);
+    else if (emn_par_timed(&S->s, step_half, &P)) split_at(f, S);
+}
+
 void emn_form_eval_rest(const emn_form *f, const double *z, double *p, double *F)
 {
     assert(f->nnonlinear == 0);

@@ -252,6 +252,24 @@ int emn_form_rest_rows(const emn_form *f);
  * at z = -hz / a (ia = 1 / a), summed as emn_form_eval_rest sums them. */
 void emn_form_rest_fix(const emn_form *f, const double *hz, double a, double ia, const double *hp, double *dw);
 
+/* A linear step's evaluation and residual test in one pass
+ * (emn_form_eval_step): its coordinates z = (w - hz) ia, p, F and scale
+ * as emn_form_eval makes them at (z, w), and the residual dw = a p + hp
+ * - F of the step's equations, each row tested against reltol (|a p| +
+ * |hp| + scale) plus res_e on electrical rows, res_m[i - ne] on
+ * mechanical ones.  Per half of the rows: ok (every finite residual
+ * within its tolerance), the first row whose w is not finite and the
+ * first whose residual is not (-1: none); a half that does not run
+ * reports ok and none. */
+typedef struct emn_step_check {
+    double a, ia, reltol, res_e;
+    const double *hz, *hp, *res_m;
+    double *z, *p, *F, *scale, *dw;
+    bool ok[2];
+    int bad_w[2], bad_r[2];
+} emn_step_check;
+void emn_form_eval_step(emn_form *f, const double *w, emn_step_check *C);
+
 /* Fill f->J.Ax with the Newton matrix for leading coefficient a. */
 int emn_form_jacobian(emn_form *f, const double *z, const double *w, double a);
 /* The same at the state of the last emn_form_eval (whose term locals it

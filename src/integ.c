@@ -536,6 +536,24 @@ static int run(sweep *S, int op)
     return bad;
 }
 
+/* A linear step's SW_Z, evaluation and SW_RESIDUAL in one pass over the
+ * rows (emn_form_eval_step), in the evaluation's halves: the same z, p,
+ * F, scale, residual and verdicts, in S->ok.  Returns as run does: the
+ * first coordinate whose w is not finite, else the first whose residual
+ * is not, or -1. */
+static int step_check(sweep *S)
+{
+    emn_integ *it = S->it;
+    emn_step_check C = {S->a, S->ia, it->o.reltol, it->etol[T_RES], S->hz, S->hp, it->res_abs,
+                        it->ztry, it->ptry, it->Ftry, it->scale, it->dw, {true, true}, {-1, -1}, {-1, -1}};
+    emn_form_eval_step(it->f, it->wtry, &C);
+    S->ok[0] = C.ok[0];
+    S->ok[1] = C.ok[1];
+    int bad = C.bad_w[0] >= 0 ? C.bad_w[0] : C.bad_w[1] >= 0 ? C.bad_w[1] : C.bad_r[0] >= 0 ? C.bad_r[0] : C.bad_r[1];
+    if (bad >= 0) it->nan_coord = bad;
+    return bad;
+}
+
 /* Newton solve for w at t+h.  hz, hp: history parts; the iteration starts
  * from it->wtry, or, for a linear circuit with `direct`, from the exact
  * solve r(0) + J w = 0 (r is affine in w: one solve and one evaluation to
@@ -556,6 +574,7 @@ static int newton(emn_integ *it, double tnew, double a, const double *hz, const 
     bool dw_ok = false;
     double last = 0;            /* the last update's norm */
     bool keep = false;          /* the factored matrix may serve the next update */
+    bool checked = false;       /* the first iterate evaluated and tested (step_check) */
     int iter = 0;
     if (linear && direct && fs) {
         /* p and F at w = 0 are the time parts but on a few rows: the
@@ -580,18 +599,24 @@ static int newton(emn_integ *it, double tnew, double a, const double *hz, const 
         double *t = it->wtry;
         it->wtry = it->dw;
         it->dw = t;
-        if (run(&S, SW_Z) >= 0) return 1;
+        /* z, the evaluation and the residual's test in one pass */
+        if (step_check(&S) >= 0) return 1;
         iter = 1;
+        checked = true;
     } else if (run(&S, SW_Z) >= 0) {
         return 1;
     }
     for (; iter <= it->o.itl4; iter++) {
         int bad = -1;
-        if (emn_form_eval(f, it->ztry, it->wtry, it->ptry, it->Ftry, it->scale, &bad)) {
-            it->nan_coord = 0;
-            return 1;
+        if (checked) {
+            checked = false;
+        } else {
+            if (emn_form_eval(f, it->ztry, it->wtry, it->ptry, it->Ftry, it->scale, &bad)) {
+                it->nan_coord = 0;
+                return 1;
+            }
+            if (run(&S, SW_RESIDUAL) >= 0) return 1;
         }
-        if (run(&S, SW_RESIDUAL) >= 0) return 1;
         if (iter >= it->min_iter && S.ok[0] && S.ok[1] && (dw_ok || linear)) return 0;
         if (iter == it->o.itl4) break;
         it->st.newton++;

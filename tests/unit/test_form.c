@@ -1183,6 +1183,73 @@ static void pattern(void)
  * halves, which the 200 evaluations' timings may move. */
 typedef struct net_elem { char kind; int a, b; double v; } net_elem;
 
+/* A linear step's fused pass (emn_form_eval_step) against its parts: z
+ * = (w - hz) / a, then emn_form_eval at (z, w), then the residual a p +
+ * hp - F and its test written out here, on 40 random states of f, a
+ * linear flux formulation without mechanical coordinates.  Every number
+ * must be the same to the bit; the verdict is set to fail by a residual
+ * pushed past its tolerance in one row, and a NaN in w (or in hp) must be
+ * found at its row. */
+static void step_check_network(emn_form *f)
+{
+    int n = f->n, differ = 0, verdicts = 0, nans = 0;
+    size_t sz = (size_t)n * sizeof(double);
+    double *w = malloc(sz), *hz = malloc(sz), *hp = malloc(sz), *z = malloc(sz), *p = malloc(sz);
+    double *F = malloc(sz), *sc = malloc(sz), *zs = malloc(sz), *ps = malloc(sz), *Fs = malloc(sz);
+    double *scs = malloc(sz), *dw = malloc(sz);
+    double rt = 1e-3, re = 1e-12;
+    for (int round = 0; round < 40; round++) {
+        double a = 2 / urand(1e-12, 1e-10), ia = 1 / a;
+        for (int j = 0; j < n; j++) {
+            w[j] = urand(-1, 1);
+            hz[j] = urand(-1, 1) * a * 1e-9;
+            hp[j] = urand(-1e-3, 1e-3);
+            z[j] = (w[j] - hz[j]) * ia;
+        }
+        emn_form_eval(f, z, w, p, F, sc, NULL);
+        /* hp chosen so that every residual is within half its tolerance
+         * but one row's, which is 0.9 or 1.1 of it: the verdict must
+         * follow */
+        for (int j = 0; j < n; j++) hp[j] = F[j] - a * p[j] + urand(-0.5, 0.5) * rt * fabs(F[j]);
+        int row = (int)urand(0, n);
+        double want_ok = round % 2 == 0, k = want_ok ? 0.9 : 1.1;
+        for (int pass = 0; pass < 3; pass++) {
+            double ap = a * p[row];
+            double tol = rt * (fabs(ap) + fabs(hp[row]) + fabs(sc[row])) + re;
+            hp[row] = F[row] - ap + k * tol;
+        }
+        emn_step_check C = {a, ia, rt, re, hz, hp, NULL, zs, ps, Fs, scs, dw, {true, true}, {-1, -1}, {-1, -1}};
+        emn_form_eval_step(f, w, &C);
+        bool all_ok = true;
+        for (int j = 0; j < n; j++) {
+            double ap = a * p[j], r = ap + hp[j] - F[j];
+            double tol = rt * (fabs(ap) + fabs(hp[j]) + fabs(sc[j])) + re;
+            if (fabs(r) > tol) all_ok = false;
+            differ += memcmp(&zs[j], &z[j], sizeof(double)) != 0 || memcmp(&ps[j], &p[j], sizeof(double)) != 0 ||
+                      memcmp(&Fs[j], &F[j], sizeof(double)) != 0 || memcmp(&scs[j], &sc[j], sizeof(double)) != 0 ||
+                      memcmp(&dw[j], &r, sizeof(double)) != 0;
+        }
+        verdicts += (C.ok[0] && C.ok[1]) == all_ok && all_ok == want_ok;
+        verdicts += C.bad_w[0] < 0 && C.bad_w[1] < 0 && C.bad_r[0] < 0 && C.bad_r[1] < 0;
+        /* a NaN velocity, then a NaN history part, at a random row */
+        int at = (int)urand(0, n);
+        double keep = w[at];
+        w[at] = NAN;
+        emn_form_eval_step(f, w, &C);
+        nans += (C.bad_w[0] >= 0 ? C.bad_w[0] : C.bad_w[1]) == at;
+        w[at] = keep;
+        hp[at] = NAN;
+        emn_form_eval_step(f, w, &C);
+        nans += (C.bad_w[0] >= 0 ? C.bad_w[0] : C.bad_w[1]) == -1 && (C.bad_r[0] >= 0 ? C.bad_r[0] : C.bad_r[1]) == at;
+    }
+    ok(differ == 0, "step check: z, p, F, scale and residual equal the unfused pass's to the bit (%d differ)", differ);
+    ok(verdicts == 80, "step check: the verdict follows a residual at 0.9 and 1.1 of its tolerance (%d of 80)",
+       verdicts);
+    ok(nans == 80, "step check: a NaN in w or in hp is found at its row (%d of 80)", nans);
+    free(w); free(hz); free(hp); free(z); free(p); free(F); free(sc);
+    free(zs); free(ps); free(Fs); free(scs); free(dw);
+}
+
 static void big_network(void)
 {
     enum { N = 12000 };
@@ -1301,6 +1368,7 @@ static void big_network(void)
     ok(bad == 0 && worst < 1e-12, "big network: p and F equal the element sums over 200 evaluations "
        "(worst %.3g of the stamped terms' magnitudes)", worst);
     ok(worst_sc < 1e-12, "big network: the scale sums the stamped entries' products (worst %.3g relative)", worst_sc);
+    step_check_network(f);
     free(at); free(estart); free(eidx);
     free(z); free(w); free(p); free(F); free(sc); free(wp); free(wF);
     emn_form_free(&f);
