@@ -2306,30 +2306,24 @@ static inline double row_add_z(const emn_cmat *M, int *r, int end, int i, const 
     return s;
 }
 
-typedef struct step_part { const emn_form *f; const double *w; emn_step_check *C; } step_part;
-
-/* Rows [i0, i1) of emn_form_eval_step, the matrices from r0[q] to r1[q]
- * as in lin_rows, and each sum in lin_rows's order: the same p, F and
- * scale as emn_form_eval's at z and w. */
-static void step_rows(const step_part *P, int h, int i0, int i1, const int *r0, const int *r1)
+void emn_form_step_rows(const emn_form *f, const double *w, emn_step_check *C, int h, int i0, int i1, int *r)
 {
-    const emn_form *f = P->f;
-    emn_step_check *C = P->C;
     const emn_cmat *M = f->lin;
-    const double *pt = f->pt, *ft = f->ft, *w = P->w, *hz = C->hz, *hp = C->hp, *ra = C->res_m;
+    const double *pt = f->pt, *ft = f->ft, *hz = C->hz, *hp = C->hp, *ra = C->res_m;
     double *z = C->z, *p = C->p, *F = C->F, *scale = C->scale, *dw = C->dw;
     double a = C->a, ia = C->ia, rt = C->reltol, re = C->res_e;
-    int r[4], ne = f->ne, bad_w = -1, bad_r = -1;
-    bool ok = true;
-    for (int q = 0; q < 4; q++) r[q] = r0[q];
+    int ne = f->ne, nr[4], bad_w = C->bad_w[h], bad_r = C->bad_r[h];
+    bool ok = C->ok[h];
+    for (int q = 0; q < 4; q++) nr[q] = M[q].nrows;
     for (int i = i0; i < i1; i++) {
         if (!isfinite(w[i]) && bad_w < 0) bad_w = i;
         z[i] = (w[i] - hz[i]) * ia;
+        /* p, F and scale summed as lin_rows sums them */
         double m = fabs(pt[i]) + fabs(ft[i]);
-        double pi = row_add_z(&M[0], &r[0], r1[0], i, w, hz, ia, pt[i], &m);
-        pi = row_add(&M[1], &r[1], r1[1], i, w, pi, &m);
-        double Fi = row_add_z(&M[2], &r[2], r1[2], i, w, hz, ia, ft[i], &m);
-        Fi = row_add(&M[3], &r[3], r1[3], i, w, Fi, &m);
+        double pi = row_add_z(&M[0], &r[0], nr[0], i, w, hz, ia, pt[i], &m);
+        pi = row_add(&M[1], &r[1], nr[1], i, w, pi, &m);
+        double Fi = row_add_z(&M[2], &r[2], nr[2], i, w, hz, ia, ft[i], &m);
+        Fi = row_add(&M[3], &r[3], nr[3], i, w, Fi, &m);
         p[i] = pi;
         F[i] = Fi;
         scale[i] = m;
@@ -2349,28 +2343,20 @@ static void step_rows(const step_part *P, int h, int i0, int i1, const int *r0, 
     C->bad_r[h] = bad_r;
 }
 
-static void step_half(void *arg, int h)
+void emn_form_step_half(const emn_form *f, int h, int *i0, int *i1, int *r)
 {
-    const step_part *P = arg;
-    const emn_form *f = P->f;
     const emn_lin_split *S = f->lin_split;
-    int mid = S ? S->s.mid : f->n, r0[4], r1[4];
-    for (int q = 0; q < 4; q++) {
-        r0[q] = h ? S->r[q] : 0;
-        r1[q] = h || !S ? f->lin[q].nrows : S->r[q];
-    }
-    step_rows(P, h, h ? mid : 0, h ? f->n : mid, r0, r1);
+    int mid = S ? S->s.mid : f->n;
+    for (int q = 0; q < 4; q++) r[q] = h ? S->r[q] : 0;
+    *i0 = h ? mid : 0;
+    *i1 = h ? f->n : mid;
 }
 
-void emn_form_eval_step(emn_form *f, const double *w, emn_step_check *C)
+void emn_form_in_halves(emn_form *f, emn_par_fn fn, void *arg)
 {
-    assert(f->nnonlinear == 0);
-    step_part P = {f, w, C};
     emn_lin_split *S = f->lin_split;
-    C->ok[1] = true;
-    C->bad_w[1] = C->bad_r[1] = -1;
-    if (!S) step_half(&P, 0);
-    else if (emn_par_timed(&S->s, step_half, &P)) split_at(f, S);
+    if (!S) fn(arg, 0);
+    else if (emn_par_timed(&S->s, fn, arg)) split_at(f, S);
 }
 
 void emn_form_eval_rest(const emn_form *f, const double *z, double *p, double *F)

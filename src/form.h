@@ -37,6 +37,7 @@
 #include "diag.h"
 #include "expr.h"
 #include "netlist.h"
+#include "par.h"
 #include "sparse.h"
 
 /* What a coordinate is, for tolerances and printing. */
@@ -252,15 +253,21 @@ int emn_form_rest_rows(const emn_form *f);
  * at z = -hz / a (ia = 1 / a), summed as emn_form_eval_rest sums them. */
 void emn_form_rest_fix(const emn_form *f, const double *hz, double a, double ia, const double *hp, double *dw);
 
-/* A linear step's evaluation and residual test in one pass
- * (emn_form_eval_step): its coordinates z = (w - hz) ia, p, F and scale
- * as emn_form_eval makes them at (z, w), and the residual dw = a p + hp
- * - F of the step's equations, each row tested against reltol (|a p| +
- * |hp| + scale) plus res_e on electrical rows, res_m[i - ne] on
- * mechanical ones.  Per half of the rows: ok (every finite residual
- * within its tolerance), the first row whose w is not finite and the
- * first whose residual is not (-1: none); a half that does not run
- * reports ok and none. */
+/* A linear step's evaluation and residual test in one pass over the
+ * rows: its coordinates z = (w - hz) ia, p, F and scale as emn_form_eval
+ * makes them at (z, w), and the residual dw = a p + hp - F of the step's
+ * equations, each row tested against reltol (|a p| + |hp| + scale) plus
+ * res_e on electrical rows, res_m[i - ne] on mechanical ones.  Per half
+ * h of the rows: ok (cleared by a finite residual out of tolerance), the
+ * first row whose w is not finite and the first whose residual is not
+ * (-1: none); the caller sets them (true, -1, -1) before.
+ * emn_form_step_half gives half h's rows [i0, i1) of the evaluation's
+ * split and their positions r[4] in the four matrices;
+ * emn_form_step_rows does rows [i0, i1) of half h, from positions r,
+ * which it advances, so that a half may be done in blocks in order.
+ * emn_form_in_halves runs fn in the evaluation's halves (side by side
+ * for a large circuit, as half 0 alone otherwise), whose split its
+ * timings may move; the halves' rows must be asked for in each run. */
 typedef struct emn_step_check {
     double a, ia, reltol, res_e;
     const double *hz, *hp, *res_m;
@@ -268,7 +275,9 @@ typedef struct emn_step_check {
     bool ok[2];
     int bad_w[2], bad_r[2];
 } emn_step_check;
-void emn_form_eval_step(emn_form *f, const double *w, emn_step_check *C);
+void emn_form_step_half(const emn_form *f, int h, int *i0, int *i1, int *r);
+void emn_form_step_rows(const emn_form *f, const double *w, emn_step_check *C, int h, int i0, int i1, int *r);
+void emn_form_in_halves(emn_form *f, emn_par_fn fn, void *arg);
 
 /* Fill f->J.Ax with the Newton matrix for leading coefficient a. */
 int emn_form_jacobian(emn_form *f, const double *z, const double *w, double a);

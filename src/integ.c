@@ -536,21 +536,62 @@ static int run(sweep *S, int op)
     return bad;
 }
 
+/* The error test's job (lte_ratio, below), in halves of the
+ * coordinates, z's and p's maxima apart; a linear step's check may run
+ * it along with it. */
+typedef struct lte_job {
+    const emn_integ *it;
+    const step_formula *s;
+    double h, k1, k2;
+    double err[2][2];       /* [pass][half] */
+    int worst[2][2];
+    bool done;              /* run with a step's check, which passed */
+} lte_job;
+
+static void lte_rows(lte_job *L, int half, int j0, int j1);
+
+/* A linear step's rows are checked, and their error tested, in blocks
+ * of this many: the block's z, w, p and F are still in cache when the
+ * error test reads them. */
+#define EMN_STEP_BLOCK 1024
+
+typedef struct step_job {
+    emn_integ *it;
+    emn_step_check C;
+    lte_job *lte;       /* or NULL */
+} step_job;
+
+static void step_half(void *arg, int h)
+{
+    step_job *J = arg;
+    emn_integ *it = J->it;
+    int i0, i1, r[4];
+    emn_form_step_half(it->f, h, &i0, &i1, r);
+    for (int b = i0; b < i1; b += EMN_STEP_BLOCK) {
+        int e = i1 - b > EMN_STEP_BLOCK ? b + EMN_STEP_BLOCK : i1;
+        emn_form_step_rows(it->f, it->wtry, &J->C, h, b, e, r);
+        if (J->lte) lte_rows(J->lte, h, b, e);
+    }
+}
+
 /* A linear step's SW_Z, evaluation and SW_RESIDUAL in one pass over the
- * rows (emn_form_eval_step), in the evaluation's halves: the same z, p,
- * F, scale, residual and verdicts, in S->ok.  Returns as run does: the
- * first coordinate whose w is not finite, else the first whose residual
- * is not, or -1. */
-static int step_check(sweep *S)
+ * rows, in the evaluation's halves (emn_form_step_rows): the same z, p,
+ * F, scale, residual and verdicts, in S->ok; with lte, the step's error
+ * test too, which counts if the residual passes (lte->done).  Returns
+ * as run does: the first coordinate whose w is not finite, else the
+ * first whose residual is not, or -1. */
+static int step_check(sweep *S, lte_job *lte)
 {
     emn_integ *it = S->it;
-    emn_step_check C = {S->a, S->ia, it->o.reltol, it->etol[T_RES], S->hz, S->hp, it->res_abs,
-                        it->ztry, it->ptry, it->Ftry, it->scale, it->dw, {true, true}, {-1, -1}, {-1, -1}};
-    emn_form_eval_step(it->f, it->wtry, &C);
-    S->ok[0] = C.ok[0];
-    S->ok[1] = C.ok[1];
-    int bad = C.bad_w[0] >= 0 ? C.bad_w[0] : C.bad_w[1] >= 0 ? C.bad_w[1] : C.bad_r[0] >= 0 ? C.bad_r[0] : C.bad_r[1];
+    step_job J = {it, {S->a, S->ia, it->o.reltol, it->etol[T_RES], S->hz, S->hp, it->res_abs,
+                       it->ztry, it->ptry, it->Ftry, it->scale, it->dw, {true, true}, {-1, -1}, {-1, -1}}, lte};
+    emn_form_in_halves(it->f, step_half, &J);
+    S->ok[0] = J.C.ok[0];
+    S->ok[1] = J.C.ok[1];
+    const int *bw = J.C.bad_w, *br = J.C.bad_r;
+    int bad = bw[0] >= 0 ? bw[0] : bw[1] >= 0 ? bw[1] : br[0] >= 0 ? br[0] : br[1];
     if (bad >= 0) it->nan_coord = bad;
+    if (lte) lte->done = bad < 0 && S->ok[0] && S->ok[1];
     return bad;
 }
 
@@ -561,11 +602,13 @@ static int step_check(sweep *S)
  * With fs (a linear step, `direct`, whose p and F at w = 0 are the time
  * parts on all but a few rows: emn_form_rest_rows), hz and hp are not
  * made yet: the first pass makes them from the step's formula fs, into
- * the caller's buffers, with the right-hand side.
+ * the caller's buffers, with the right-hand side.  With lte (a linear
+ * step, `direct`), the step's error test runs along with the check of
+ * its solution.
  * On success the solution is in it->wtry/ztry/ptry/Ftry.  Returns 0, 1
  * (no convergence: retry smaller), or a failure code. */
 static int newton(emn_integ *it, double tnew, double a, const double *hz, const double *hp, bool direct,
-                  const step_formula *fs)
+                  const step_formula *fs, lte_job *lte)
 {
     emn_form *f = it->f;
     bool linear = emn_form_is_linear(f);
@@ -600,7 +643,7 @@ static int newton(emn_integ *it, double tnew, double a, const double *hz, const 
         it->wtry = it->dw;
         it->dw = t;
         /* z, the evaluation and the residual's test in one pass */
-        if (step_check(&S) >= 0) return 1;
+        if (step_check(&S, lte) >= 0) return 1;
         iter = 1;
         checked = true;
     } else if (run(&S, SW_Z) >= 0) {
@@ -661,16 +704,6 @@ static double coord_size(const emn_integ *it, int j)
     return it->vs_ptr[j + 1] > it->vs_ptr[j] ? m : 0;
 }
 
-/* The error test over one half of the coordinates, z's and p's maxima
- * apart. */
-typedef struct lte_job {
-    const emn_integ *it;
-    const step_formula *s;
-    double h, k1, k2;
-    double err[2][2];       /* [pass][half] */
-    int worst[2][2];
-} lte_job;
-
 /* Pass `pass` (z's, then p's) of the error test over coordinates [j0,
  * j1), with the tolerances of their values ay[(j - o) * as] and rates
  * ad[(j - o) * as] (as = 0: one for all): *err and *worst raised to its
@@ -730,17 +763,16 @@ static inline void lte_run(const lte_job *L, int pass, int j0, int j1, const dou
     }
 }
 
-static void lte_half(void *arg, int half)
+/* Coordinates [j0, j1) of half `half`, after those before them in it:
+ * its largest ratios and where they are, raised. */
+static void lte_rows(lte_job *L, int half, int j0, int j1)
 {
-    lte_job *L = arg;
     const emn_integ *it = L->it;
-    int j0, j1;
-    half_range(it, half, &j0, &j1);
     int je = etol_end(it, j0, j1);
     for (int pass = 0; pass < 2; pass++) {
-        double err = 0;
-        int worst = -1;
         const double *ay = pass ? it->tol_py : it->tol_zy, *ad = pass ? it->tol_pd : it->tol_zd;
+        double err = L->err[pass][half];
+        int worst = L->worst[pass][half];
         lte_run(L, pass, j0, je, &it->etol[pass ? T_PY : T_ZY], &it->etol[pass ? T_PD : T_ZD], 0, 0, &err, &worst);
         lte_run(L, pass, je, j1, ay, ad, it->f->ne, 1, &err, &worst);
         L->err[pass][half] = err;
@@ -748,10 +780,18 @@ static void lte_half(void *arg, int half)
     }
 }
 
-/* Error of the step as a fraction of the tolerance (<= 1 accepts). */
-static double lte_ratio(const emn_integ *it, const step_formula *s, double h, int *worst)
+static void lte_half(void *arg, int half)
 {
-    double err = 0;
+    lte_job *L = arg;
+    int j0, j1;
+    half_range(L->it, half, &j0, &j1);
+    lte_rows(L, half, j0, j1);
+}
+
+/* The test of a step of formula s and length h, ready to run: its
+ * coefficients, and nothing found yet. */
+static void lte_setup(lte_job *L, const emn_integ *it, const step_formula *s, double h)
+{
     double C = s->order == 1 ? 0.5 : (it->o.method == EMN_METHOD_TRAP ? 1.0 / 12 : 2.0 / 9);
     /* est = |k1 (d - d1) - k2 (d1 - d2)|: h^2/2 y'' from two points, or
      * C h^3 y''' from three */
@@ -763,20 +803,35 @@ static double lte_ratio(const emn_integ *it, const step_formula *s, double h, in
         k1 = C * h * h * 2 / (h + hp);
         k2 = C * h * h * h * 2 / ((h + hp) * hp);
     }
+    *L = (lte_job){it, s, h, k1, k2, {{0, 0}, {0, 0}}, {{-1, -1}, {-1, -1}}, false};
+}
+
+/* What the halves found, in coordinate order (z's halves, then p's): the
+ * error as a fraction of the tolerance (<= 1 accepts) and *worst, where
+ * it is (unchanged if nothing erred at all). */
+static double lte_result(const lte_job *L, int *worst)
+{
+    double err = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (int half = 0; half < 2; half++)
+            if (L->err[pass][half] > err) {
+                err = L->err[pass][half];
+                *worst = L->worst[pass][half];
+            }
+    return err;
+}
+
+/* Error of the step as a fraction of the tolerance (<= 1 accepts). */
+static double lte_ratio(const emn_integ *it, const step_formula *s, double h, int *worst)
+{
+    lte_job L;
+    lte_setup(&L, it, s, h);
     if (s->order == 1) {
         branch_sizes(it, it->ztry, it->vs_try);
         branch_sizes(it, it->z[0], it->vs_acc);
     }
-    lte_job L = {it, s, h, k1, k2, {{0, 0}, {0, 0}}, {{-1, -1}, {-1, -1}}};
     in_halves(it, lte_half, &L);
-    /* in coordinate order: z's halves, then p's */
-    for (int pass = 0; pass < 2; pass++)
-        for (int half = 0; half < 2; half++)
-            if (L.err[pass][half] > err) {
-                err = L.err[pass][half];
-                *worst = L.worst[pass][half];
-            }
-    return err;
+    return lte_result(&L, worst);
 }
 
 /* ------------------------------------------------------------- stepping */
@@ -865,13 +920,13 @@ static int consistent_w(emn_integ *it, double t, const double *z0, const double 
      * the residual test but enough to make the trapezoidal rule ring.  A
      * second iteration refines it. */
     it->min_iter = wguess ? 1 : 2;
-    int rc = newton(it, t + h, a, it->hz, it->hp, false, NULL);
+    int rc = newton(it, t + h, a, it->hz, it->hp, false, NULL, NULL);
     if (rc != 0) {
         /* again with more iterations: a nonlinear start may need them */
         int saved = it->o.itl4;
         it->o.itl4 = saved < 50 ? 50 : saved;
         for (int j = 0; j < n; j++) it->wtry[j] = wguess ? wguess[j] : 0;
-        rc = newton(it, t + h, a, it->hz, it->hp, false, NULL);
+        rc = newton(it, t + h, a, it->hz, it->hp, false, NULL, NULL);
         it->o.itl4 = saved;
     }
     it->min_iter = 1;
@@ -1085,7 +1140,13 @@ int emn_integ_step(emn_integ *it, double tlimit)
         }
         it->nan_coord = -1;
         it->singular = false;
-        int rc = newton(it, t + h, s.a, hzbuf, hpbuf, true, fused ? &s : NULL);
+        /* a linear second-order step's error is tested along with the
+         * check of its solution, while each block's numbers are in cache
+         * (a first-order step's needs its branches' sizes first) */
+        lte_job lte;
+        bool with_lte = linear && s.order == 2 && it->npast > 0;
+        if (with_lte) lte_setup(&lte, it, &s, hf);
+        int rc = newton(it, t + h, s.a, hzbuf, hpbuf, true, fused ? &s : NULL, with_lte ? &lte : NULL);
         if (rc != 0 && it->nan_coord >= 0 && !state_finite(it, t + h)) {
             /* NaN or Inf already at the last accepted state with the new
              * time: the sources made it, and no smaller step will help */
@@ -1104,7 +1165,7 @@ int emn_integ_step(emn_integ *it, double tlimit)
         /* The very first step is short and first order; from rest its
          * error and the state are both O(h^2), so a relative test means
          * nothing: accept it, as SPICE does. */
-        double err = it->npast == 0 ? 0.1 : lte_ratio(it, &s, hf, &worst);
+        double err = it->npast == 0 ? 0.1 : with_lte && lte.done ? lte_result(&lte, &worst) : lte_ratio(it, &s, hf, &worst);
         if (err > 1) {
             it->st.rejected++;
             it->st.lte_rejects++;

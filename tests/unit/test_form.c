@@ -1183,13 +1183,30 @@ static void pattern(void)
  * halves, which the 200 evaluations' timings may move. */
 typedef struct net_elem { char kind; int a, b; double v; } net_elem;
 
-/* A linear step's fused pass (emn_form_eval_step) against its parts: z
- * = (w - hz) / a, then emn_form_eval at (z, w), then the residual a p +
- * hp - F and its test written out here, on 40 random states of f, a
- * linear flux formulation without mechanical coordinates.  Every number
- * must be the same to the bit; the verdict is set to fail by a residual
- * pushed past its tolerance in one row, and a NaN in w (or in hp) must be
- * found at its row. */
+/* A linear step's check in one pass (emn_form_step_rows), each half of
+ * the evaluation's split in three blocks of uneven length. */
+static void step_check_blocks(emn_form *f, const double *w, emn_step_check *C)
+{
+    for (int h = 0; h < 2; h++) {
+        C->ok[h] = true;
+        C->bad_w[h] = C->bad_r[h] = -1;
+    }
+    for (int h = 0; h < (f->lin_split ? 2 : 1); h++) {
+        int i0, i1, r[4];
+        emn_form_step_half(f, h, &i0, &i1, r);
+        int b1 = i0 + (i1 - i0) / 7, b2 = i0 + (i1 - i0) / 2;
+        emn_form_step_rows(f, w, C, h, i0, b1, r);
+        emn_form_step_rows(f, w, C, h, b1, b2, r);
+        emn_form_step_rows(f, w, C, h, b2, i1, r);
+    }
+}
+
+/* That pass against its parts: z = (w - hz) / a, then emn_form_eval at
+ * (z, w), then the residual a p + hp - F and its test written out here,
+ * on 40 random states of f, a linear flux formulation without
+ * mechanical coordinates.  Every number must be the same to the bit; the
+ * verdict is set to fail by a residual pushed past its tolerance in one
+ * row, and a NaN in w (or in hp) must be found at its row. */
 static void step_check_network(emn_form *f)
 {
     int n = f->n, differ = 0, verdicts = 0, nans = 0;
@@ -1219,7 +1236,7 @@ static void step_check_network(emn_form *f)
             hp[row] = F[row] - ap + k * tol;
         }
         emn_step_check C = {a, ia, rt, re, hz, hp, NULL, zs, ps, Fs, scs, dw, {true, true}, {-1, -1}, {-1, -1}};
-        emn_form_eval_step(f, w, &C);
+        step_check_blocks(f, w, &C);
         bool all_ok = true;
         for (int j = 0; j < n; j++) {
             double ap = a * p[j], r = ap + hp[j] - F[j];
@@ -1235,11 +1252,11 @@ static void step_check_network(emn_form *f)
         int at = (int)urand(0, n);
         double keep = w[at];
         w[at] = NAN;
-        emn_form_eval_step(f, w, &C);
+        step_check_blocks(f, w, &C);
         nans += (C.bad_w[0] >= 0 ? C.bad_w[0] : C.bad_w[1]) == at;
         w[at] = keep;
         hp[at] = NAN;
-        emn_form_eval_step(f, w, &C);
+        step_check_blocks(f, w, &C);
         nans += (C.bad_w[0] >= 0 ? C.bad_w[0] : C.bad_w[1]) == -1 && (C.bad_r[0] >= 0 ? C.bad_r[0] : C.bad_r[1]) == at;
     }
     ok(differ == 0, "step check: z, p, F, scale and residual equal the unfused pass's to the bit (%d differ)", differ);
