@@ -2310,7 +2310,7 @@ void emn_form_step_rows(const emn_form *f, const double *w, emn_step_check *C, i
 {
     const emn_cmat *M = f->lin;
     const double *pt = f->pt, *ft = f->ft, *hz = C->hz, *hp = C->hp, *ra = C->res_m;
-    double *z = C->z, *p = C->p, *F = C->F, *scale = C->scale, *dw = C->dw;
+    double *z = C->z, *p = C->p, *F = C->F, *scale = C->scale;
     double a = C->a, ia = C->ia, rt = C->reltol, re = C->res_e;
     int ne = f->ne, nr[4], bad_w = C->bad_w[h], bad_r = C->bad_r[h];
     bool ok = C->ok[h];
@@ -2330,7 +2330,6 @@ void emn_form_step_rows(const emn_form *f, const double *w, emn_step_check *C, i
         /* the residual and its test as the integrator's Newton
          * iteration makes them (integ.c, residual_run) */
         double ap = a * pi, d = ap + hp[i] - Fi;
-        dw[i] = d;
         double tol = rt * (fabs(ap) + fabs(hp[i]) + fabs(m)) + (i < ne ? re : ra[i - ne]);
         if (!isfinite(d)) {
             if (bad_r < 0) bad_r = i;

@@ -255,8 +255,9 @@ void emn_form_rest_fix(const emn_form *f, const double *hz, double a, double ia,
 
 /* A linear step's evaluation and residual test in one pass over the
  * rows: its coordinates z = (w - hz) ia, p, F and scale as emn_form_eval
- * makes them at (z, w), and the residual dw = a p + hp - F of the step's
- * equations, each row tested against reltol (|a p| + |hp| + scale) plus
+ * makes them at (z, w), and the residual a p + hp - F of the step's
+ * equations (not kept: the step's solve needs it only if the test
+ * fails), each row tested against reltol (|a p| + |hp| + scale) plus
  * res_e on electrical rows, res_m[i - ne] on mechanical ones.  Per half
  * h of the rows: ok (cleared by a finite residual out of tolerance), the
  * first row whose w is not finite and the first whose residual is not
@@ -271,7 +272,7 @@ void emn_form_rest_fix(const emn_form *f, const double *hz, double a, double ia,
 typedef struct emn_step_check {
     double a, ia, reltol, res_e;
     const double *hz, *hp, *res_m;
-    double *z, *p, *F, *scale, *dw;
+    double *z, *p, *F, *scale;
     bool ok[2];
     int bad_w[2], bad_r[2];
 } emn_step_check;

@@ -576,7 +576,7 @@ static void step_half(void *arg, int h)
 
 /* A linear step's SW_Z, evaluation and SW_RESIDUAL in one pass over the
  * rows, in the evaluation's halves (emn_form_step_rows): the same z, p,
- * F, scale, residual and verdicts, in S->ok; with lte, the step's error
+ * F, scale and verdicts, in S->ok (the residual is not kept); with lte, the step's error
  * test too, which counts if the residual passes (lte->done).  Returns
  * as run does: the first coordinate whose w is not finite, else the
  * first whose residual is not, or -1. */
@@ -584,7 +584,7 @@ static int step_check(sweep *S, lte_job *lte)
 {
     emn_integ *it = S->it;
     step_job J = {it, {S->a, S->ia, it->o.reltol, it->etol[T_RES], S->hz, S->hp, it->res_abs,
-                       it->ztry, it->ptry, it->Ftry, it->scale, it->dw, {true, true}, {-1, -1}, {-1, -1}}, lte};
+                       it->ztry, it->ptry, it->Ftry, it->scale, {true, true}, {-1, -1}, {-1, -1}}, lte};
     emn_form_in_halves(it->f, step_half, &J);
     S->ok[0] = J.C.ok[0];
     S->ok[1] = J.C.ok[1];
@@ -652,7 +652,9 @@ static int newton(emn_integ *it, double tnew, double a, const double *hz, const 
     for (; iter <= it->o.itl4; iter++) {
         int bad = -1;
         if (checked) {
+            /* the residual itself, for the update, only if it failed */
             checked = false;
+            if (!(S.ok[0] && S.ok[1]) && run(&S, SW_RESIDUAL) >= 0) return 1;
         } else {
             if (emn_form_eval(f, it->ztry, it->wtry, it->ptry, it->Ftry, it->scale, &bad)) {
                 it->nan_coord = 0;
