@@ -1746,6 +1746,9 @@ emn_form *emn_form_build(const emn_circuit *c, emn_form_kind kind, emn_diag *d)
     f->src_mid = f->nlive >= EMN_SRC_HALVES_MIN ? f->nlive / 2 : 0;
     for (int l = 0; l < f->nlive; l++)
         if (c->elems.v[f->src_elem[f->live_src[l]]].src->kind == EMN_WAVE_EXPR) f->src_mid = 0;
+    f->moving = emn_xmalloc((size_t)f->nlive * sizeof(int) + 1);
+    f->still_lo = INFINITY;     /* no window yet: the first lookup is full */
+    f->still_hi = -INFINITY;
     f->elem_branch_slot = emn_xmalloc((size_t)ne * sizeof(int) + 1);
     for (int i = 0; i < ne; i++) f->elem_branch_slot[i] = -1;
 
@@ -1943,6 +1946,7 @@ void emn_form_free(emn_form **pf)
     free(f->ptr.row); free(f->ptr.at); free(f->ptr.base); free(f->ptr.sum);
     free(f->ftr.row); free(f->ftr.at); free(f->ftr.base); free(f->ftr.sum);
     free(f->live_src);
+    free(f->moving);
     free(f->pts.row); free(f->pts.col); free(f->pts.val);
     free(f->fts.row); free(f->fts.col); free(f->fts.val);
     free(f->nonlinear); free(f->jh); free(f->bat_start); free(f->bat_off); free(f->tloc);
@@ -2032,24 +2036,63 @@ static void set_source(emn_form *f, int l, double t)
     f->S[s] = want_int ? g[4] + u * (g[2] + 0.5 * g[3] * u) : 0;
 }
 
-typedef struct src_job { emn_form *f; double t; } src_job;
+/* Whether live source l, as last looked up, keeps its value over its
+ * straight piece: slope 0 and no integral read (a DC source, a PULSE
+ * between its edges, a flat stretch of a PWL). */
+static bool still_source(const emn_form *f, int l)
+{
+    const double *g = f->seg + 5 * l;
+    int s = f->live_src[l];
+    if (!f->need_int || f->need_int[s]) return false;     /* as set_source's want_int */
+    return g[3] == 0 && g[1] > g[0];
+}
+
+/* A lookup of the sources: all of them (list NULL), or those of list. */
+typedef struct src_job { emn_form *f; double t; const int *list; int n, mid; } src_job;
 
 static void sources_half(void *arg, int h)
 {
     src_job *J = arg;
-    int mid = J->f->src_mid;
-    for (int l = h ? mid : 0; l < (h ? J->f->nlive : mid); l++) set_source(J->f, l, J->t);
+    for (int k = h ? J->mid : 0; k < (h ? J->n : J->mid); k++) set_source(J->f, J->list ? J->list[k] : k, J->t);
+}
+
+static void lookup(emn_form *f, double t, const int *list, int n)
+{
+    /* in halves from EMN_SRC_HALVES_MIN on, when no source is an
+     * expression (src_mid) */
+    src_job J = {f, t, list, n, f->src_mid > 0 && n >= EMN_SRC_HALVES_MIN ? n / 2 : n};
+    if (J.mid < n) emn_par_two(sources_half, &J);
+    else sources_half(&J, 0);
 }
 
 /* The live sources' values at t (the others stay 0), and the time parts. */
+/* Between two corners most of a power grid's pulsed loads hold still:
+ * only the others are looked up.  At a time outside the still ones'
+ * common window (a corner passed, or a time before the last full
+ * lookup) every source is, and the window and the list are made again.
+ * A still source skipped keeps the value its last lookup gave, which is
+ * the one a lookup now would give (its piece's value plus 0 times the
+ * time since), so the values are the same either way. */
 void emn_form_set_time(emn_form *f, double t)
 {
     f->t = t;
-    if (f->src_mid > 0) {
-        src_job J = {f, t};
-        emn_par_two(sources_half, &J);
+    if (t >= f->still_lo && t < f->still_hi) {
+        lookup(f, t, f->moving, f->nmoving);
     } else {
-        for (int l = 0; l < f->nlive; l++) set_source(f, l, t);
+        lookup(f, t, NULL, f->nlive);
+        double lo = -INFINITY, hi = INFINITY;
+        f->nmoving = 0;
+        for (int l = 0; l < f->nlive; l++) {
+            if (!still_source(f, l)) {
+                f->moving[f->nmoving++] = l;
+                continue;
+            }
+            const double *g = f->seg + 5 * l;
+            lo = fmax(lo, g[0]);
+            hi = fmin(hi, g[1]);
+        }
+        f->still_lo = lo;
+        f->still_hi = hi;
     }
     time_parts(f);
 }
@@ -2058,6 +2101,8 @@ void emn_form_set_dc(emn_form *f, double scale)
 {
     const emn_circuit *c = f->c;
     f->t = 0;
+    f->still_lo = INFINITY;     /* the values change: the next lookup is full */
+    f->still_hi = -INFINITY;
     for (int s = 0; s < f->nsrc; s++) {
         f->s[s] = scale * emn_wave_dc(c->elems.v[f->src_elem[s]].src);
         f->S[s] = 0;
@@ -2248,11 +2293,16 @@ static void lin_half(void *arg, int h)
     if (L->nl) batches_half(L->nl, h, L->z, L->w, NULL);
 }
 
+void emn_form_in_halves(const emn_form *f, emn_par_fn fn, void *arg)
+{
+    emn_lin_split *S = f->lin_split;
+    if (!S) fn(arg, 0);
+    else if (emn_par_timed(&S->s, fn, arg)) split_at(f, S);
+}
+
 static void eval_linear(const lin_part *L)
 {
-    emn_lin_split *S = L->f->lin_split;
-    if (!S) lin_half((void *)L, 0);
-    else if (emn_par_timed(&S->s, lin_half, (void *)L)) split_at(L->f, S);
+    emn_form_in_halves(L->f, lin_half, (void *)L);
 }
 
 int emn_form_eval(emn_form *f, const double *z, const double *w, double *p, double *F,
@@ -2344,6 +2394,7 @@ void emn_form_step_rows(const emn_form *f, const double *w, emn_step_check *C, i
 
 void emn_form_step_half(const emn_form *f, int h, int *i0, int *i1, int *r)
 {
+    assert(f->nnonlinear == 0);
     const emn_lin_split *S = f->lin_split;
     int mid = S ? S->s.mid : f->n;
     for (int q = 0; q < 4; q++) r[q] = h ? S->r[q] : 0;
@@ -2351,12 +2402,6 @@ void emn_form_step_half(const emn_form *f, int h, int *i0, int *i1, int *r)
     *i1 = h ? f->n : mid;
 }
 
-void emn_form_in_halves(emn_form *f, emn_par_fn fn, void *arg)
-{
-    emn_lin_split *S = f->lin_split;
-    if (!S) fn(arg, 0);
-    else if (emn_par_timed(&S->s, fn, arg)) split_at(f, S);
-}
 
 void emn_form_eval_rest(const emn_form *f, const double *z, double *p, double *F)
 {

@@ -111,6 +111,12 @@ typedef struct emn_form {
                            PULSE or PWL last looked up (emn_form_set_time) */
     int src_mid;        /* > 0: the live sources [0, src_mid) and the rest are
                            looked up side by side (emn_form_set_time) */
+    /* the live sources that were not still at the last full lookup (still:
+     * a straight piece of slope 0 whose integral is not read), and the
+     * times [still_lo, still_hi) over which every still one keeps its
+     * value: the lookups between two corners skip them */
+    int *moving, nmoving, moving_mid;
+    double still_lo, still_hi;
 
     /* slots */
     struct { emn_lmap *v; int n, cap; } slots;
@@ -278,7 +284,7 @@ typedef struct emn_step_check {
 } emn_step_check;
 void emn_form_step_half(const emn_form *f, int h, int *i0, int *i1, int *r);
 void emn_form_step_rows(const emn_form *f, const double *w, emn_step_check *C, int h, int i0, int i1, int *r);
-void emn_form_in_halves(emn_form *f, emn_par_fn fn, void *arg);
+void emn_form_in_halves(const emn_form *f, emn_par_fn fn, void *arg);
 
 /* Fill f->J.Ax with the Newton matrix for leading coefficient a. */
 int emn_form_jacobian(emn_form *f, const double *z, const double *w, double a);
