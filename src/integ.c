@@ -576,10 +576,10 @@ static void step_half(void *arg, int h)
 
 /* A linear step's SW_Z, evaluation and SW_RESIDUAL in one pass over the
  * rows, in the evaluation's halves (emn_form_step_rows): the same z, p,
- * F, scale and verdicts, in S->ok (the residual is not kept); with lte, the step's error
- * test too, which counts if the residual passes (lte->done).  Returns
- * as run does: the first coordinate whose w is not finite, else the
- * first whose residual is not, or -1. */
+ * F, scale and verdicts, in S->ok (the residual itself is not kept);
+ * with lte, the step's error test too, which counts if the residual
+ * passes (lte->done).  Returns as run does: the first coordinate whose w
+ * is not finite, else the first whose residual is not, or -1. */
 static int step_check(sweep *S, lte_job *lte)
 {
     emn_integ *it = S->it;
