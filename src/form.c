@@ -1743,9 +1743,9 @@ emn_form *emn_form_build(const emn_circuit *c, emn_form_kind kind, emn_diag *d)
     f->s = emn_xcalloc((size_t)f->nsrc + 1, sizeof(double));
     f->seg = emn_xcalloc(5 * (size_t)f->nlive + 1, sizeof(double));
     for (int l = 0; l < f->nlive; l++) f->seg[5 * l + 1] = -INFINITY;     /* empty: no time hits */
-    f->src_mid = f->nlive >= EMN_SRC_HALVES_MIN ? f->nlive / 2 : 0;
+    f->src_halves = f->nlive >= EMN_SRC_HALVES_MIN;
     for (int l = 0; l < f->nlive; l++)
-        if (c->elems.v[f->src_elem[f->live_src[l]]].src->kind == EMN_WAVE_EXPR) f->src_mid = 0;
+        if (c->elems.v[f->src_elem[f->live_src[l]]].src->kind == EMN_WAVE_EXPR) f->src_halves = false;
     f->moving = emn_xmalloc((size_t)f->nlive * sizeof(int) + 1);
     f->still_lo = INFINITY;     /* no window yet: the first lookup is full */
     f->still_hi = -INFINITY;
@@ -2059,14 +2059,14 @@ static void sources_half(void *arg, int h)
 static void lookup(emn_form *f, double t, const int *list, int n)
 {
     /* in halves from EMN_SRC_HALVES_MIN on, when no source is an
-     * expression (src_mid) */
-    src_job J = {f, t, list, n, f->src_mid > 0 && n >= EMN_SRC_HALVES_MIN ? n / 2 : n};
+     * expression (src_halves) */
+    src_job J = {f, t, list, n, f->src_halves && n >= EMN_SRC_HALVES_MIN ? n / 2 : n};
     if (J.mid < n) emn_par_two(sources_half, &J);
     else sources_half(&J, 0);
 }
 
-/* The live sources' values at t (the others stay 0), and the time parts. */
-/* Between two corners most of a power grid's pulsed loads hold still:
+/* The live sources' values at t (the others stay 0), and the time parts.
+ * Between two corners most of a power grid's pulsed loads hold still:
  * only the others are looked up.  At a time outside the still ones'
  * common window (a corner passed, or a time before the last full
  * lookup) every source is, and the window and the list are made again.

@@ -109,13 +109,14 @@ typedef struct emn_form {
     double *S, *s;      /* integrals and values at the current time */
     double *seg;        /* per live source, 5 numbers: the straight piece of a
                            PULSE or PWL last looked up (emn_form_set_time) */
-    int src_mid;        /* > 0: the live sources [0, src_mid) and the rest are
-                           looked up side by side (emn_form_set_time) */
+    bool src_halves;    /* the sources are many and none is an expression:
+                           a long lookup may run in two halves side by side
+                           (emn_form_set_time) */
     /* the live sources that were not still at the last full lookup (still:
      * a straight piece of slope 0 whose integral is not read), and the
      * times [still_lo, still_hi) over which every still one keeps its
      * value: the lookups between two corners skip them */
-    int *moving, nmoving, moving_mid;
+    int *moving, nmoving;
     double still_lo, still_hi;
 
     /* slots */

@@ -1481,7 +1481,7 @@ static void many_sources(void)
             emn_netlist_free(&c);
             continue;
         }
-        ok(expr ? f->src_mid == 0 : f->src_mid > 0, "many sources, %s: %s", what,
+        ok(expr ? !f->src_halves : f->src_halves, "many sources, %s: %s", what,
            expr ? "looked up in one pass" : "looked up in two halves");
         int *at = malloc((N + 1) * sizeof *at);
         for (int j = 0; j < N; j++) {
