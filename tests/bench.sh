@@ -1,8 +1,9 @@
 #!/bin/sh
 # bench.sh: the benchmark harness's judges, on numbers worked out by hand.
-# bench/lib/cmp.awk measures each case's error; bench/lib/targets.awk (run
-# by `bench/run --table`) turns a run's numbers into issue 8's verdicts.
-# A slip in either would misreport every record, and no record shows it.
+# bench/lib/cmp.awk measures each transient's error, dccmp.awk each
+# operating point's, and targets.awk (run by `bench/run --table`) turns a
+# run's numbers into issue 8's verdicts.  A slip in any of them would
+# misreport every record, and no record would show it.
 . "$(dirname "$0")/lib.sh"
 
 cmp_awk="$top_srcdir/bench/lib/cmp.awk"
@@ -67,6 +68,20 @@ printf 'time v(x)\n0 1\n1 2\n' >"$WORK/e.tab"
 got=$(awk -f "$cmp_awk" "$WORK/a.tab" "$WORK/e.tab")
 [ "$got" = "- none - 0" ]
 ok $? "cmp.awk: no signal in common compares nothing" "got '$got'"
+
+# --- dccmp.awk: a DC solution against its reference, nodes by name in
+# any case, emnet's v(node) or ngspice's bare names; a current, a heading
+# and ground are passed over, a node the simulator lacks is counted.
+# n1 off by 1e-3, N2 by 1.5e-3 (the worst), n3 missing.
+printf 'n1 1.0\nN2 0.5\nn3 0.25\n0 0\n' >"$WORK/ref.sol"
+printf 'v(n1) 1.001\nv(n2) 0.4985\ni(v1) 5\n' >"$WORK/em.op"
+got=$(awk -f "$top_srcdir/bench/lib/dccmp.awk" "$WORK/ref.sol" "$WORK/em.op")
+[ "$got" = "1.500e-03 n2 2 1" ]
+ok $? "dccmp.awk: emnet's operating point, worst node, compared and missing" "got '$got', want '1.500e-03 n2 2 1'"
+printf 'Node Voltage\nn1 1.0005\nn2 0.5\nn3 0.25\n' >"$WORK/ng.op"
+got=$(awk -f "$top_srcdir/bench/lib/dccmp.awk" "$WORK/ref.sol" "$WORK/ng.op")
+[ "$got" = "5.000e-04 n1 3 0" ]
+ok $? "dccmp.awk: ngspice's table of bare names" "got '$got', want '5.000e-04 n1 3 0'"
 
 # --- targets.awk, through bench/run --table.  results.tsv's fields (bench/run,
 # ORDER results.tsv): case unknowns emnet_s ngspice_s emnet_KiB ngspice_KiB
