@@ -2279,17 +2279,27 @@ static void batches_half(emn_form *f, int h, const double *z, const double *w, c
 }
 
 /* Half h of it (all rows as half 0 when the evaluation is not split). */
+/* Half h's rows [i0, i1) of the evaluation's split (all of them as half
+ * 0 when it is not split) and where they start in each of the four
+ * matrices' rows. */
+static void half_rows(const emn_form *f, int h, int *i0, int *i1, int r[4])
+{
+    const emn_lin_split *S = f->lin_split;
+    int mid = S ? S->s.mid : f->n;
+    for (int q = 0; q < 4; q++) r[q] = h ? S->r[q] : 0;
+    *i0 = h ? mid : 0;
+    *i1 = h ? f->n : mid;
+}
+
 static void lin_half(void *arg, int h)
 {
     const lin_part *L = arg;
     const emn_form *f = L->f;
     const emn_lin_split *S = f->lin_split;
-    int mid = S ? S->s.mid : f->n, r0[4], r1[4];
-    for (int q = 0; q < 4; q++) {
-        r0[q] = h ? S->r[q] : 0;
-        r1[q] = h || !S ? f->lin[q].nrows : S->r[q];
-    }
-    lin_rows(L, h ? mid : 0, h ? f->n : mid, r0, r1);
+    int i0, i1, r0[4], r1[4];
+    half_rows(f, h, &i0, &i1, r0);
+    for (int q = 0; q < 4; q++) r1[q] = h || !S ? f->lin[q].nrows : S->r[q];
+    lin_rows(L, i0, i1, r0, r1);
     if (L->nl) batches_half(L->nl, h, L->z, L->w, NULL);
 }
 
@@ -2395,13 +2405,8 @@ void emn_form_step_rows(const emn_form *f, const double *w, emn_step_check *C, i
 void emn_form_step_half(const emn_form *f, int h, int *i0, int *i1, int *r)
 {
     assert(f->nnonlinear == 0);
-    const emn_lin_split *S = f->lin_split;
-    int mid = S ? S->s.mid : f->n;
-    for (int q = 0; q < 4; q++) r[q] = h ? S->r[q] : 0;
-    *i0 = h ? mid : 0;
-    *i1 = h ? f->n : mid;
+    half_rows(f, h, i0, i1, r);
 }
-
 
 void emn_form_eval_rest(const emn_form *f, const double *z, double *p, double *F)
 {
