@@ -94,6 +94,7 @@ emn_integ *emn_integ_new(emn_form *f, const emn_integ_opts *o)
     emn_integ *it = emn_xcalloc(1, sizeof *it);
     it->f = f;
     it->o = *o;
+    if (!(it->o.trtol > 0)) it->o.trtol = 1;
     int n = it->n = f->n;
     size_t sz = (size_t)n + 1;
     it->halves = emn_xcalloc(1, sizeof *it->halves);
@@ -796,7 +797,9 @@ static void lte_setup(lte_job *L, const emn_integ *it, const step_formula *s, do
 {
     double C = s->order == 1 ? 0.5 : (it->o.method == EMN_METHOD_TRAP ? 1.0 / 12 : 2.0 / 9);
     /* est = |k1 (d - d1) - k2 (d1 - d2)|: h^2/2 y'' from two points, or
-     * C h^3 y''' from three */
+     * C h^3 y''' from three; over trtol, which so multiplies every
+     * tolerance of the test (as SPICE's does) at no cost per coordinate */
+    C /= it->o.trtol;
     double hp = it->h, k1, k2;
     if (s->order == 1) {
         k1 = C * h;

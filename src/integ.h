@@ -27,6 +27,7 @@ typedef struct emn_integ_opts {
     double hmax;            /* largest step */
     double hmin;            /* smallest step before giving up */
     double tstop;
+    double trtol;           /* the error test's tolerances times this (0: 1) */
 } emn_integ_opts;
 
 typedef struct emn_integ_stats {

@@ -1720,6 +1720,7 @@ static void do_options(emn_build *b, const inst *in, const card *k)
                       : strcmp(key, "abstol") == 0 ? &o->abstol
                       : strcmp(key, "vntol") == 0  ? &o->vntol
                       : strcmp(key, "chgtol") == 0 ? &o->chgtol
+                      : strcmp(key, "trtol") == 0  ? &o->trtol
                                                    : NULL;
         char *who = emn_xasprintf("option '%s'", key);
         double v;
@@ -2298,7 +2299,7 @@ int emn_netlist_find_elem(const emn_circuit *c, const char *name)
 void emn_netlist_default_options(emn_options *o)
 {
     *o = (emn_options){
-        .reltol = 1e-3, .abstol = 1e-12, .vntol = 1e-6, .chgtol = 1e-14,
+        .reltol = 1e-3, .abstol = 1e-12, .vntol = 1e-6, .chgtol = 1e-14, .trtol = 1,
         .method = EMN_METHOD_TRAP, .maxord = 2, .itl4 = 10, .form = EMN_FORM_AUTO,
     };
 }

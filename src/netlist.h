@@ -114,6 +114,7 @@ typedef enum { EMN_FORM_AUTO, EMN_FORM_CHARGE, EMN_FORM_FLUX } emn_form_kind;
 
 typedef struct emn_options {
     double reltol, abstol, vntol, chgtol;
+    double trtol;           /* the truncation error test's tolerances times this */
     emn_method method;
     int maxord;
     int itl4;

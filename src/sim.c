@@ -1211,6 +1211,7 @@ int emn_sim_tran(const emn_circuit *c, const emn_sim_opts *o, emn_diag *d, bool 
     io.abstol = c->opt.abstol;
     io.vntol = c->opt.vntol;
     io.chgtol = c->opt.chgtol;
+    io.trtol = c->opt.trtol;
     io.method = c->opt.method;
     io.maxord = c->opt.maxord;
     io.itl4 = c->opt.itl4;

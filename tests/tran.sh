@@ -364,6 +364,50 @@ for form in charge flux; do
     check_analytic "$WORK/tbl" $TOL "yoke_coil $form: crank and cart within $TOL of their peaks (Runge-Kutta)" "$YOKE"
 done
 
+# .options trtol: SPICE's factor on the truncation error test's
+# tolerances (emnet's default 1, ngspice's 7).  An RC low-pass under a
+# sine, v(out) = (sin wt - wT cos wt + wT exp(-t/T)) / (1 + (wT)^2) with
+# wT = 2 pi, whose steps the error test sets (tmax is 10 tau w / 2 pi):
+# at trtol 7 each step may err seven times as much, so, the error of a
+# second-order step growing as h^3, the steps are 7^(1/3) = 1.9 times as
+# long (on the ladder of tmax/2^k, a step only doubles or holds, so the
+# count falls by 1.5 to 3), and the result stays within 1.5e-2 of the
+# peak of the closed form, against 2.5e-3 at trtol 1.  trtol=1 written
+# out must be the default.
+SINRC='tau = 1e-3; w = 2 * 3.14159265358979324 * 1e3; k = w * tau
+       W["v(out)"] = (sin(w * t) - k * cos(w * t) + k * exp(-t / tau)) / (1 + k * k)'
+sinrc_err() {
+    awk 'NR > 1 { t = $1; T = 1e-3; w = 2 * 3.14159265358979324 * 1e3; k = w * T
+                  d = $2 - (sin(w * t) - k * cos(w * t) + k * exp(-t / T)) / (1 + k * k)
+                  if (d < 0) d = -d; if (d > m) m = d }
+         END { printf "%.6e\n", m }' "$1"
+}
+steps_of() { printf '%s\n' "$1" | sed -n 's/.*: \([0-9]*\) steps, .*/\1/p'; }
+for t in 1 7; do
+    sed "s/^\.end\$/.options trtol=$t\n.end/" "$NETS/sin_rc.cir" >"$WORK/sin_rc_$t.cir"
+done
+for method in trap gear; do
+    for form in charge flux; do
+        run_emnet -form $form -method $method -tran "$NETS/sin_rc.cir"
+        printf '%s\n' "$out" >"$WORK/tbl1"
+        s1=$(steps_of "$err")
+        check_analytic "$WORK/tbl1" 2.5e-3 "sin_rc $form $method: within 2.5e-3 of the closed form's peak at reltol 1e-3" "$SINRC"
+        run_emnet -form $form -method $method -tran "$WORK/sin_rc_1.cir"
+        [ "$out" = "$(cat "$WORK/tbl1")" ]
+        ok $? "sin_rc $form $method: .options trtol=1 is the default" "$err"
+        run_emnet -form $form -method $method -tran "$WORK/sin_rc_7.cir"
+        printf '%s\n' "$out" >"$WORK/tbl7"
+        s7=$(steps_of "$err")
+        check_analytic "$WORK/tbl7" 1.5e-2 "sin_rc $form $method trtol=7: within 1.5e-2 of the closed form's peak" "$SINRC"
+        e1=$(sinrc_err "$WORK/tbl1")
+        e7=$(sinrc_err "$WORK/tbl7")
+        awk -v a="${s1:-0}" -v b="${s7:-0}" -v e1="$e1" -v e7="$e7" \
+            'BEGIN { exit !(b > 0 && a >= 1.5 * b && a <= 3 * b && e7 > e1) }'
+        ok $? "sin_rc $form $method: trtol=7 takes 1.5 to 3 times fewer steps, with a larger error" \
+            "steps $s1 at trtol 1, $s7 at 7; worst error $e1 and $e7 V" "$err"
+    done
+done
+
 # Two oscillators whose linkage constants agree to six digits: terms of
 # the same shape share their compiled template only when they are equal
 # to the last bit.  x = cos(t w), w = sqrt(10 / (1 + k^2)); the difference
