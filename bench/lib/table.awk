@@ -12,7 +12,7 @@ function ratio(e, n,    gt) {
 }
 function per(a, b) { return (a ~ /^[0-9]+$/ && b ~ /^[0-9]+$/ && b > 0) ? sprintf("%.2f", a / b) : "-" }
 BEGIN {
-	fmt = "%-12s %8s %8s %9s %6s %6s %11s %7s %8s %8s %5s %7s %6s %6s %9s %9s %9s\n"
+	fmt = "%-14s %8s %8s %9s %6s %6s %11s %7s %8s %8s %5s %7s %6s %6s %9s %9s %9s\n"
 	if (header) {
 		printf fmt, "case", "unknowns", "emnet_s", "ngspice_s", "ng/em", "cpu", "steps(rej)", "ng_stp", \
 			"newton", "ng_newt", "nw/st", "LU", "MB", "ng_MB", "err", "ng_err", "|em-ng|"
