@@ -716,7 +716,7 @@ static inline void lte_run(const lte_job *L, int pass, int j0, int j1, const dou
 {
     const emn_integ *it = L->it;
     const step_formula *s = L->s;
-    double h = L->h, k1 = L->k1, k2 = L->k2, rt = it->o.reltol;
+    double h = L->h, k1 = L->k1, k2 = L->k2, rt = it->o.reltol, tr = it->o.trtol;
     const double *y = pass ? it->ptry : it->ztry, *y1 = pass ? it->p[0] : it->z[0];
     const double *d = pass ? it->Ftry : it->wtry, *d1 = pass ? it->F[0] : it->w[0];
     if (it->have_right) d1 = pass ? it->F_right : it->w_right;      /* past a breakpoint */
@@ -758,7 +758,10 @@ static inline void lte_run(const lte_job *L, int pass, int j0, int j1, const dou
          * RLC at reltol 1e-6 drifted 1.2e-4 of its peak) */
         else if (s->order == 1 && it->vs_ptr[j + 1] > it->vs_ptr[j]) ty += rt * coord_size(it, j);
         double td = h * (rt * dscale + ad[(j - o) * as]);
-        double tol = ty > td ? ty : td;     /* > 0: every ad is */
+        /* trtol multiplies every tolerance, as SPICE's does (a
+         * multiple of the estimate's coefficients instead would turn
+         * into infinities, and the test into NaN, at a tiny trtol) */
+        double tol = (ty > td ? ty : td) * tr;      /* > 0: every ad is */
         if (est > *err * tol) {
             *err = est / tol;
             *worst = j;
@@ -797,9 +800,7 @@ static void lte_setup(lte_job *L, const emn_integ *it, const step_formula *s, do
 {
     double C = s->order == 1 ? 0.5 : (it->o.method == EMN_METHOD_TRAP ? 1.0 / 12 : 2.0 / 9);
     /* est = |k1 (d - d1) - k2 (d1 - d2)|: h^2/2 y'' from two points, or
-     * C h^3 y''' from three; over trtol, which so multiplies every
-     * tolerance of the test (as SPICE's does) at no cost per coordinate */
-    C /= it->o.trtol;
+     * C h^3 y''' from three */
     double hp = it->h, k1, k2;
     if (s->order == 1) {
         k1 = C * h;
