@@ -21,7 +21,7 @@ function say(ok, what, got) { printf "%-8s %-58s %s\n", ok == "" ? "NOT RUN" : v
 		# the user does not wait for
 		if (num($3) && $3 > 0) wps[c] = $3 / $7
 	}
-	# emnet's own timer (ms resolution) for runs too short for GNU time
+	# emnet's own timer (to the microsecond) for runs too short for GNU time
 	if (num($22) && num($7) && $7 > 0) own[c] = $22 / $7
 }
 function ratio_ok(c, want, what,    r, n) {
