@@ -46,6 +46,7 @@ struct emn_tmpl {
     const emn_expr *V;
     emn_prog *pV;
     bool linear;
+    bool *reads;        /* m: whether L, D or P depends on slot a's value */
 };
 
 #define NPARAM 4
@@ -753,6 +754,10 @@ static emn_tmpl *make_template(emn_arena *ar, int m, const emn_expr *L, const em
                 depends_on_state(t->Fv[a * m + b], m) || depends_on_state(t->Fu[a * m + b], m))
                 t->linear = false;
         }
+    /* asked of every term, two or three times: once here per template */
+    t->reads = emn_arena_alloc(ar, (size_t)m * sizeof(bool) + 1);
+    for (int a = 0; a < m; a++)
+        t->reads[a] = emn_expr_depends(t->L, a) || emn_expr_depends(t->D, a) || emn_expr_depends(t->P, a);
     t->meet = emn_arena_alloc(ar, (size_t)(m * m) * sizeof(bool));
     for (int a = 0; a < m; a++)
         for (int b = 0; b <= a; b++) {
@@ -2525,7 +2530,7 @@ void emn_form_rest_fix(const emn_form *f, const double *hz, double a, double ia,
  * locals 0..m-1 are the slots' values, m..2m-1 their rates). */
 static bool reads_value(const emn_tmpl *t, int a)
 {
-    return emn_expr_depends(t->L, a) || emn_expr_depends(t->D, a) || emn_expr_depends(t->P, a);
+    return t->reads[a];
 }
 
 void emn_form_z_used(const emn_form *f, bool *used)
