@@ -2283,7 +2283,6 @@ static void batches_half(emn_form *f, int h, const double *z, const double *w, c
     }
 }
 
-/* Half h of it (all rows as half 0 when the evaluation is not split). */
 /* Half h's rows [i0, i1) of the evaluation's split (all of them as half
  * 0 when it is not split) and where they start in each of the four
  * matrices' rows. */
@@ -2296,6 +2295,7 @@ static void half_rows(const emn_form *f, int h, int *i0, int *i1, int r[4])
     *i1 = h ? f->n : mid;
 }
 
+/* Half h of the linear evaluation, and of the nonlinear batches with it. */
 static void lin_half(void *arg, int h)
 {
     const lin_part *L = arg;
