@@ -8,8 +8,8 @@
  * every handle of one position share a slot.
  *
  * The LU wrapper owns KLU's three objects (common, symbolic, numeric) and
- * decides which KLU call a factorization needs: klu_analyze when the
- * pattern is new, klu_refactor (same pivots, no search) when only values
+ * decides which KLU call a factorization needs: klu_analyze when KLU
+ * first factors a new pattern, klu_refactor (same pivots, no search) when only values
  * changed, klu_factor the first time and whenever the old pivots have gone
  * bad.  A symmetric matrix with a positive diagonal (a passive network's)
  * is first factored L D L' in the order of CHOLMOD's analysis, kept if
@@ -211,9 +211,11 @@ void emn_sparse_free(emn_sparse *A)
 
 struct emn_lu {
     klu_common common;
-    klu_symbolic *sym;
+    klu_symbolic *sym;      /* made when KLU first factors the pattern (klu_plan) */
     emn_lu *share;          /* whose analysis this one uses, or NULL */
     bool sym_owned;         /* sym is this one's to free */
+    long an_id;             /* the owner's: patterns analyzed (0: none yet);
+                             * others: the owner's analysis this one shares */
     klu_numeric *num;
     /* the pattern sym was built for (kept by the owner of the analysis
      * only), and the values num factors; an LU that borrows keeps only
@@ -340,9 +342,9 @@ static bool same_pattern(const emn_lu *lu, const emn_sparse *A)
     /* one that shares an analysis asks its owner, which keeps the copy: the
      * integrator's sixteen cached factorizations of one pattern need one */
     if (lu->share)
-        return lu->sym && lu->sym == lu->share->sym && lu->n == A->n && lu->nnz == A->nnz &&
+        return lu->an_id && lu->an_id == lu->share->an_id && lu->n == A->n && lu->nnz == A->nnz &&
                same_pattern(lu->share, A);
-    return lu->sym && lu->n == A->n && lu->nnz == A->nnz
+    return lu->an_id && lu->n == A->n && lu->nnz == A->nnz
         && memcmp(lu->Ap, A->Ap, ((size_t)A->n + 1) * sizeof *A->Ap) == 0
         && memcmp(lu->Ai, A->Ai, (size_t)A->nnz * sizeof *A->Ai) == 0;
 }
@@ -402,7 +404,7 @@ static void analyze(emn_lu *lu, const emn_sparse *A)
     size_t np = (size_t)A->n + 1, nz = (size_t)(A->nnz ? A->nnz : 1);
     if (lu->share) {
         if (!same_pattern(lu->share, A)) analyze(lu->share, A);
-        lu->sym = lu->share->sym;
+        lu->an_id = lu->share->an_id;
         return;
     }
     if (lu->borrow) {
@@ -415,8 +417,16 @@ static void analyze(emn_lu *lu, const emn_sparse *A)
         memcpy(lu->Ap, A->Ap, np * sizeof *lu->Ap);
         memcpy(lu->Ai, A->Ai, (size_t)A->nnz * sizeof *lu->Ai);
     }
+    lu->an_id++;
+    if (!lu->is_part) plan_tiny(lu, A);
+}
+
+/* KLU's analysis of the pattern last analyzed (the owner's copy of it),
+ * into lu->sym. */
+static void klu_analysis(emn_lu *lu)
+{
     lu->common.btf = 1;
-    lu->sym = klu_analyze(A->n, A->Ap, A->Ai, &lu->common);
+    lu->sym = klu_analyze(lu->n, lu->Ap, lu->Ai, &lu->common);
     /* The block triangular form costs each block some bookkeeping in
      * every factorization and solve.  Where it finds only small blocks
      * (an array of separate cells, a MEMS array's 2 x 2 ones), that is
@@ -428,7 +438,7 @@ static void analyze(emn_lu *lu, const emn_sparse *A)
     if (lu->sym && lu->sym->nblocks > 1 && lu->sym->maxblock <= EMN_LU_SMALL_BLOCK) {
         klu_free_symbolic(&lu->sym, &lu->common);
         lu->common.btf = 0;
-        lu->sym = klu_analyze(A->n, A->Ap, A->Ai, &lu->common);
+        lu->sym = klu_analyze(lu->n, lu->Ap, lu->Ai, &lu->common);
     }
     lu->sym_owned = true;
     lu->stats.analyses++;
@@ -436,7 +446,18 @@ static void analyze(emn_lu *lu, const emn_sparse *A)
     /* finalize() puts every diagonal in the pattern, so the structure is
      * never rank deficient and analysis can only fail for lack of memory. */
     assert(lu->sym);
-    if (!lu->is_part) plan_tiny(lu, A);
+}
+
+/* KLU's analysis for lu, made the first time KLU factors the pattern
+ * (by lu or by any LU that shares its owner's analysis): a symmetric
+ * positive definite matrix goes to L D L' and never needs one.  On an
+ * RC ladder of 10^5 nodes, that unused analysis was a sixth of the
+ * transient's start. */
+static void klu_plan(emn_lu *lu)
+{
+    emn_lu *o = lu->share ? lu->share : lu;
+    if (!o->sym) klu_analysis(o);
+    lu->sym = o->sym;
 }
 
 /* Full factorization with pivoting.  Returns 0, or -1 if singular. */
@@ -2298,6 +2319,7 @@ int emn_lu_factor(emn_lu *lu, const emn_sparse *A, int *bad_col)
     }
     if (o->part[0]) return factor_parts(lu, o, A, bad_col);
 
+    klu_plan(lu);
     if (lu->valid) {
         lu->valid = false;
         int ok = klu_refactor(A->Ap, A->Ai, A->Ax, lu->sym, lu->num, &lu->common);

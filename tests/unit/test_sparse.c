@@ -460,9 +460,12 @@ static void test_network(void)
         const emn_lu_stats *st = emn_lu_get_stats(lu);
         const char *what = sym ? "network, symmetric" : "network";
         ok(emn_lu_factor(lu, &A, NULL) == 0 && emn_lu_solve(lu, x) == 0, "%s: factor and solve", what);
-        if (sym) ok(st->ldl == 1 && st->factors == 0, "%s: factored L D L' (%ld), not by KLU (%ld)", what, st->ldl, st->factors);
-        else ok(st->ldl == 0 && st->factors == 1 && st->offdiag == 0,
-                "%s: by KLU, every pivot on the diagonal (%ld off it)", what, st->offdiag);
+        if (sym) ok(st->ldl == 1 && st->factors == 0 && st->analyses == 0,
+                    "%s: factored L D L' (%ld), not by KLU (%ld), which analyzed nothing (%ld)", what, st->ldl,
+                    st->factors, st->analyses);
+        else ok(st->ldl == 0 && st->factors == 1 && st->offdiag == 0 && st->analyses == 1,
+                "%s: by KLU, every pivot on the diagonal (%ld off it), one analysis (%ld)", what, st->offdiag,
+                st->analyses);
         double res = residual(&A, x, b);
         ok(res < 1e-12, "%s: ||Ax-b||/||b|| = %.3g < 1e-12", what, res);
         emn_lu_free(&lu);
@@ -1207,11 +1210,36 @@ static void test_ldl(void)
                 A.Ax[p] = A.Ai[p] == j ? 2.5 + j : A.Ai[p] < j || round != 1 ? -1.0 : -0.75;
         for (int i = 0; i < n; i++) b[i] = x[i] = rnd_unit();
         bool good = emn_lu_factor(lu, &A, NULL) == 0 && emn_lu_solve(lu, x) == 0 && residual(&A, x, b) < 1e-14;
-        ok(good && st->ldl == (round == 2 ? 2 : 1) && st->factors == (round ? 1 : 0),
-           "ldl: round %d, %s (%ld L D L', %ld KLU)", round, round == 1 ? "asymmetric by KLU" : "symmetric by L D L'",
-           st->ldl, st->factors);
+        ok(good && st->ldl == (round == 2 ? 2 : 1) && st->factors == (round ? 1 : 0) && st->analyses == (round ? 1 : 0),
+           "ldl: round %d, %s (%ld L D L', %ld KLU, %ld KLU analyses)", round,
+           round == 1 ? "asymmetric by KLU" : "symmetric by L D L'", st->ldl, st->factors, st->analyses);
     }
     emn_lu_free(&lu);
+    /* KLU's analysis is made when KLU first factors the pattern, by
+     * whichever LU of those that share it: here one sharing the owner's
+     * analysis, while the owner has only factored L D L'; the owner then
+     * uses the same analysis */
+    emn_lu *owner = emn_lu_new(), *other = emn_lu_new_sharing(owner);
+    const emn_lu_stats *so = emn_lu_get_stats(owner), *sh = emn_lu_get_stats(other);
+    for (int round = 0; round < 3; round++) {
+        bool definite = round == 0;
+        for (int j = 0; j < n; j++)
+            for (int p = A.Ap[j]; p < A.Ap[j + 1]; p++)
+                A.Ax[p] = A.Ai[p] != j ? -1.5 : definite ? 3.5 : 1.0;
+        for (int i = 0; i < n; i++) b[i] = x[i] = rnd_unit();
+        lu = round == 1 ? other : owner;
+        bool good = emn_lu_factor(lu, &A, NULL) == 0 && emn_lu_solve(lu, x) == 0 && residual(&A, x, b) < 1e-13;
+        long want_ldl[3][2] = {{1, 0}, {1, 1}, {2, 1}}, want_klu[3][2] = {{0, 0}, {0, 1}, {1, 1}};
+        ok(good && so->ldl == want_ldl[round][0] && sh->ldl == want_ldl[round][1] &&
+           so->factors == want_klu[round][0] && sh->factors == want_klu[round][1] &&
+           so->analyses == (round ? 1 : 0) && sh->analyses == 0,
+           "ldl: shared analysis, round %d: %s (owner %ld L D L', %ld KLU; sharer %ld, %ld; KLU analyses %ld, %ld)",
+           round, round == 0 ? "the owner by L D L', no KLU analysis" : round == 1 ? "the sharer by KLU, which analyzes"
+                                                                                  : "the owner by KLU, analyzed already",
+           so->ldl, so->factors, sh->ldl, sh->factors, so->analyses, sh->analyses);
+    }
+    emn_lu_free(&other);
+    emn_lu_free(&owner);
     emn_sparse_free(&A);
 }
 
