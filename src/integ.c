@@ -710,9 +710,12 @@ static double coord_size(const emn_integ *it, int j)
 /* Pass `pass` (z's, then p's) of the error test over coordinates [j0,
  * j1), with the tolerances of their values ay[(j - o) * as] and rates
  * ad[(j - o) * as] (as = 0: one for all): *err and *worst raised to its
- * largest ratio and where it is. */
-static inline void lte_run(const lte_job *L, int pass, int j0, int j1, const double *ay, const double *ad, int o,
-                           int as, double *err, int *worst)
+ * largest ratio and where it is.  two: the estimate has a second
+ * difference (k2 != 0).  Inlined with pass, as and two constant, each
+ * copy of the loop keeps only its own work (lte_rows). */
+static inline __attribute__((always_inline)) void lte_run(const lte_job *L, int pass, int j0, int j1,
+                                                          const double *ay, const double *ad, int o, int as,
+                                                          bool two, double *err, int *worst)
 {
     const emn_integ *it = L->it;
     const step_formula *s = L->s;
@@ -744,7 +747,7 @@ static inline void lte_run(const lte_job *L, int pass, int j0, int j1, const dou
      * does not. */
     for (int j = j0; j < j1; j++) {
         if (!pass && !it->zused[j] && (s->order == 1 || !it->inertia[j])) continue;
-        double est = fabs(k1 * (d[j] - d1[j]) - (k2 != 0 ? k2 * (d1[j] - d2[j]) : 0));
+        double est = fabs(k1 * (d[j] - d1[j]) - (two ? k2 * (d1[j] - d2[j]) : 0));
         double dscale = fabs(d[j]) > fabs(d1[j]) ? fabs(d[j]) : fabs(d1[j]);
         if (sc && sc[j] > dscale) dscale = sc[j];
         double ty = ay[(j - o) * as];
@@ -769,20 +772,32 @@ static inline void lte_run(const lte_job *L, int pass, int j0, int j1, const dou
     }
 }
 
+/* Pass `pass` over coordinates [j0, j1) of half `half`: the electrical
+ * ones with their kind's tolerances, then the mechanical ones with their
+ * own. */
+static inline __attribute__((always_inline)) void lte_pass(lte_job *L, int pass, bool two, int half, int j0, int j1)
+{
+    const emn_integ *it = L->it;
+    int je = etol_end(it, j0, j1);
+    const double *ay = pass ? it->tol_py : it->tol_zy, *ad = pass ? it->tol_pd : it->tol_zd;
+    double err = L->err[pass][half];
+    int worst = L->worst[pass][half];
+    lte_run(L, pass, j0, je, &it->etol[pass ? T_PY : T_ZY], &it->etol[pass ? T_PD : T_ZD], 0, 0, two, &err, &worst);
+    lte_run(L, pass, je, j1, ay, ad, it->f->ne, 1, two, &err, &worst);
+    L->err[pass][half] = err;
+    L->worst[pass][half] = worst;
+}
+
 /* Coordinates [j0, j1) of half `half`, after those before them in it:
  * its largest ratios and where they are, raised. */
 static void lte_rows(lte_job *L, int half, int j0, int j1)
 {
-    const emn_integ *it = L->it;
-    int je = etol_end(it, j0, j1);
-    for (int pass = 0; pass < 2; pass++) {
-        const double *ay = pass ? it->tol_py : it->tol_zy, *ad = pass ? it->tol_pd : it->tol_zd;
-        double err = L->err[pass][half];
-        int worst = L->worst[pass][half];
-        lte_run(L, pass, j0, je, &it->etol[pass ? T_PY : T_ZY], &it->etol[pass ? T_PD : T_ZD], 0, 0, &err, &worst);
-        lte_run(L, pass, je, j1, ay, ad, it->f->ne, 1, &err, &worst);
-        L->err[pass][half] = err;
-        L->worst[pass][half] = worst;
+    if (L->k2 != 0) {
+        lte_pass(L, 0, true, half, j0, j1);
+        lte_pass(L, 1, true, half, j0, j1);
+    } else {
+        lte_pass(L, 0, false, half, j0, j1);
+        lte_pass(L, 1, false, half, j0, j1);
     }
 }
 
