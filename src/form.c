@@ -91,14 +91,44 @@ static const emn_expr *ex_set(const emn_expr ***a, int n, int i, const emn_expr 
     return (*a)[i] = e;
 }
 
-/* Sparse accumulator for building linear maps. */
-typedef struct { struct { int *v; int n, cap; } i; struct { double *v; int n, cap; } x; } acc;
+/* Sparse accumulator for building linear maps: its first few entries
+ * in place, more on the heap.  A node's or a branch's map has one or
+ * two, and a grid has 10^5 to 10^6 of them: two mallocs and two frees
+ * each cost more than the sums. */
+#define ACC_NEAR 4
+typedef struct acc {
+    int n, cap;                 /* cap 0: the entries are in ni, nx */
+    int *hi;
+    double *hx;
+    int ni[ACC_NEAR];
+    double nx[ACC_NEAR];
+} acc;
+
+static inline int *acc_i(acc *a) { return a->cap ? a->hi : a->ni; }
+static inline double *acc_x(acc *a) { return a->cap ? a->hx : a->nx; }
+
 static void acc_add(acc *a, int i, double x)
 {
-    for (int k = 0; k < a->i.n; k++)
-        if (a->i.v[k] == i) { a->x.v[k] += x; return; }
-    EMN_PUSH(a->i, i);
-    EMN_PUSH(a->x, x);
+    int *ai = acc_i(a);
+    double *ax = acc_x(a);
+    for (int k = 0; k < a->n; k++)
+        if (ai[k] == i) { ax[k] += x; return; }
+    if (a->n == (a->cap ? a->cap : ACC_NEAR)) {
+        int cap = 2 * a->n;
+        int *hi = emn_xmalloc((size_t)cap * sizeof *hi);
+        double *hx = emn_xmalloc((size_t)cap * sizeof *hx);
+        memcpy(hi, ai, (size_t)a->n * sizeof *hi);
+        memcpy(hx, ax, (size_t)a->n * sizeof *hx);
+        if (a->cap) {
+            free(a->hi);
+            free(a->hx);
+        }
+        a->hi = ai = hi;
+        a->hx = ax = hx;
+        a->cap = cap;
+    }
+    ai[a->n] = i;
+    ax[a->n++] = x;
 }
 
 /* Room for a linear map of up to nc coordinates and nd sources, in one
@@ -112,31 +142,33 @@ static void lmap_alloc(emn_arena *ar, emn_lmap *m, int nc, int nd)
     m->nd = nd;
 }
 
-static int nonzeros(const acc *a)
+static int nonzeros(acc *a)
 {
     int n = 0;
-    for (int k = 0; a && k < a->i.n; k++) n += a->x.v[k] != 0;
+    for (int k = 0; a && k < a->n; k++) n += acc_x(a)[k] != 0;
     return n;
 }
 
-static void acc_to_map(emn_arena *ar, const acc *ac, const acc *ad, emn_lmap *m)
+static void acc_to_map(emn_arena *ar, acc *ac, acc *ad, emn_lmap *m)
 {
     lmap_alloc(ar, m, nonzeros(ac), nonzeros(ad));
     double *c = m->c, *d = emn_lmap_d(m);
     int *ci = emn_lmap_ci(m), *di = emn_lmap_di(m), nc = 0, nd = 0;
-    for (int k = 0; ac && k < ac->i.n; k++)
-        if (ac->x.v[k] != 0) { ci[nc] = ac->i.v[k]; c[nc++] = ac->x.v[k]; }
-    for (int k = 0; ad && k < ad->i.n; k++)
-        if (ad->x.v[k] != 0) { di[nd] = ad->i.v[k]; d[nd++] = ad->x.v[k]; }
+    for (int k = 0; ac && k < ac->n; k++)
+        if (acc_x(ac)[k] != 0) { ci[nc] = acc_i(ac)[k]; c[nc++] = acc_x(ac)[k]; }
+    for (int k = 0; ad && k < ad->n; k++)
+        if (acc_x(ad)[k] != 0) { di[nd] = acc_i(ad)[k]; d[nd++] = acc_x(ad)[k]; }
 }
 
 static void acc_free(acc *a)
 {
-    free(a->i.v);
-    free(a->x.v);
-    a->i.v = NULL;
-    a->x.v = NULL;
-    a->i.n = a->x.n = a->i.cap = a->x.cap = 0;
+    if (a->cap) {
+        free(a->hi);
+        free(a->hx);
+    }
+    a->hi = NULL;
+    a->hx = NULL;
+    a->n = a->cap = 0;
 }
 
 /* A linear map from its coordinate and source accumulators, which it frees. */
@@ -450,8 +482,8 @@ static int build_flux(emn_form *f, const egraph *eg, const emn_forest *fr, emn_d
         } else {
             int p = cf.parent[v];
             double sgn = eg->from[b] == v ? +1 : -1;   /* lambda(v) = lambda(p) +- Lambda_b */
-            for (int q = 0; q < mc[p].i.n; q++) acc_add(&mc[v], mc[p].i.v[q], mc[p].x.v[q]);
-            for (int q = 0; q < md[p].i.n; q++) acc_add(&md[v], md[p].i.v[q], md[p].x.v[q]);
+            for (int q = 0; q < mc[p].n; q++) acc_add(&mc[v], acc_i(&mc[p])[q], acc_x(&mc[p])[q]);
+            for (int q = 0; q < md[p].n; q++) acc_add(&md[v], acc_i(&md[p])[q], acc_x(&md[p])[q]);
             const emn_elem *e = &c->elems.v[eg->elem[b]];
             const emn_expr *mech = ex_at(f->node_mech, p), *mechp = ex_at(f->node_mech_p, p);
             if (e->kind == EMN_V) {
@@ -960,24 +992,23 @@ static int *coupled_groups(const emn_circuit *c)
     return kg;
 }
 
-typedef struct tmpl_cache { emn_strmap map; struct { emn_tmpl **v; int n, cap; } list; } tmpl_cache;
+/* Templates by key (term_template), and those of basic terms by their
+ * five numbers: kind, m, branches, mechanical coordinates, and whether a
+ * source drives it.  A grid has 10^5 basic terms of a handful of kinds:
+ * a key printed, hashed and freed for each cost more than the rest of
+ * the lookup. */
+typedef struct basic_ent { int k[5], idx; } basic_ent;
+typedef struct tmpl_cache {
+    emn_strmap map;
+    struct { emn_tmpl **v; int n, cap; } list;
+    struct { basic_ent *v; int n, cap; } basic;
+} tmpl_cache;
 
-/* The key of a basic term's template, "#kind|m|branches|mechanical|source"
- * in decimal, written without printf: a grid has 10^5 such terms. */
-static void basic_key(emn_buf *key, emn_kind kind, int m, const term_desc *td)
+static int basic_find(const tmpl_cache *tc, const int *k)
 {
-    int v[5] = {(int)kind, m, td->nbr, td->nmech, td->src >= 0};
-    char s[5 * 12 + 1], *p = s;
-    for (int i = 0; i < 5; i++) {
-        char d[12];
-        int nd = 0;
-        unsigned u = (unsigned)v[i];
-        *p++ = i ? '|' : '#';
-        do d[nd++] = (char)('0' + u % 10); while ((u /= 10) != 0);
-        while (nd) *p++ = d[--nd];
-    }
-    *p = 0;
-    emn_buf_puts(key, s);
+    for (int i = 0; i < tc->basic.n; i++)
+        if (memcmp(tc->basic.v[i].k, k, sizeof tc->basic.v[i].k) == 0) return tc->basic.v[i].idx;
+    return -1;
 }
 
 /* The value of the term's own element, a C(x) or an L(x) on its own, in
@@ -1018,17 +1049,12 @@ static emn_tmpl *term_template(emn_form *f, tmpl_cache *tc, emn_arena *scratch, 
     const emn_elem *el = &c->elems.v[td->elem];
     for (int k = 0; k < el->nnodes && basic; k++)    /* a node a linkage moves brings its J along */
         if (el->node[k] > 0 && c->nodes.v[el->node[k]].jdef >= 0) basic = false;
+    /* a plain term of one of the two-terminal kinds is written the same
+     * way whenever its slots are */
+    basic_ent be = {{(int)kind, m, td->nbr, td->nmech, td->src >= 0}, -1};
     if (basic) {
-        /* a plain term of one of the two-terminal kinds is written the
-         * same way whenever its slots are: a key without printing (a grid
-         * has 10^5 of them) */
-        basic_key(&key, kind, m, td);
-        int idx = emn_strmap_get(&tc->map, key.v);
-        if (idx >= 0) {
-            emn_buf_free(&key);
-            return tc->list.v[idx];
-        }
-        emn_buf_reset(&key);
+        int idx = basic_find(tc, be.k);
+        if (idx >= 0) return tc->list.v[idx];
     }
     numeric_mapping(ar, td, &mp);
     const emn_expr *L, *D, *P;
@@ -1055,9 +1081,8 @@ static emn_tmpl *term_template(emn_form *f, tmpl_cache *tc, emn_arena *scratch, 
         emn_strmap_put(&tc->map, key.v, idx);
     }
     if (basic) {
-        emn_buf_reset(&key);
-        basic_key(&key, kind, m, td);
-        emn_strmap_put(&tc->map, key.v, idx);
+        be.idx = idx;
+        EMN_PUSH(tc->basic, be);
     }
     emn_buf_free(&key);
     emn_arena_reset(scratch);
@@ -1827,6 +1852,7 @@ emn_form *emn_form_build(const emn_circuit *c, emn_form_kind kind, emn_diag *d)
     }
     emn_arena_free(&scratch);
     emn_strmap_free(&tc.map);
+    free(tc.basic.v);
     free(tc.list.v);
     free(node_slot);
     free(src_slot_of);
