@@ -407,6 +407,37 @@ for method in trap gear; do
     done
 done
 
+# The error test runs over coordinates two at a time (integ.c, lte_run).
+# sin_rc's section set among four quiet ones (each an RC behind a 0 V
+# source, whose error estimate is zero), in each of the five places in
+# turn, so that its coordinate comes first or second in a pair, or last
+# and alone: the quiet sections must change nothing, so the steps are
+# sin_rc's own and the output within the same 2.5e-3 of the closed form.
+quiet_rows() {
+    awk -v k="$1" 'BEGIN { print "RC low-pass under a 1 kHz sine, section " k " of five; the rest driven by 0 V"
+        for (i = 1; i <= 5; i++) {
+            if (i == k) printf "V%d in%d 0 SIN(0 1 1k)\n", i, i
+            else printf "V%d in%d 0 0\n", i, i
+            printf "R%d in%d out%d 1k\nC%d out%d 0 1u\n", i, i, i, i, i
+        }
+        print ".tran 10u 5m 0 100u"; printf ".print tran v(out%d)\n", k; print ".end" }'
+}
+for form in charge flux; do
+    run_emnet -form $form -tran "$NETS/sin_rc.cir"
+    s0=$(steps_of "$err")
+    for k in 1 2 3 4 5; do
+        quiet_rows $k >"$WORK/quiet_$k.cir"
+        run_emnet -form $form -tran "$WORK/quiet_$k.cir"
+        printf '%s\n' "$out" | sed "1s/v(out$k)/v(out)/" >"$WORK/tbl"
+        check_analytic "$WORK/tbl" 2.5e-3 "sin_rc $form as section $k of five: within 2.5e-3 of the closed form's peak" \
+            "$SINRC"
+        s=$(steps_of "$err")
+        [ -n "$s0" ] && [ "$s" = "$s0" ]
+        ok $? "sin_rc $form as section $k of five: the steps of sin_rc alone" "steps ${s:-none} against ${s0:-none}" \
+            "$err"
+    done
+done
+
 # Two oscillators whose linkage constants agree to six digits: terms of
 # the same shape share their compiled template only when they are equal
 # to the last bit.  x = cos(t w), w = sqrt(10 / (1 + k^2)); the difference
