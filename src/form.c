@@ -1973,6 +1973,7 @@ void emn_form_free(emn_form **pf)
     free(f->tparent); free(f->telem); free(f->torder);
     free(f->terms.v);
     emn_sparse_free(&f->J);
+    emn_lu_free(&f->op_lu);
     free(f->pt); free(f->ft); free(f->p0); free(f->f0);
     free(f->ptr.row); free(f->ptr.at); free(f->ptr.base); free(f->ptr.sum);
     free(f->ftr.row); free(f->ftr.at); free(f->ftr.base); free(f->ftr.sum);

@@ -183,6 +183,12 @@ typedef struct emn_form {
      * system (op.c), for the transient's to try (emn_lu_hint_order); or
      * NULL */
     int *order_hint;
+    /* Set before the operating point when a transient follows it: where
+     * the operating point factors a matrix of the Newton matrix J's own
+     * pattern (op.c, reduce()), it leaves that LU here, analysis and all,
+     * for the transient to factor J with (emn_integ_new takes it) */
+    bool op_for_tran;
+    emn_lu *op_lu;
     bool *need_int;     /* per source: its integral is used somewhere */
     int *nonlinear;     /* indices of nonlinear terms */
     int nnonlinear;

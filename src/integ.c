@@ -144,7 +144,10 @@ emn_integ *emn_integ_new(emn_form *f, const emn_integ_opts *o)
     set_tolerances(it);
     mech_tolerances(it, 0, n);
     for (int j = f->ne; j < n; j++) it->w_abs[j - f->ne] = it->res_abs[j - f->ne] = 1e-30;
-    it->lu = emn_lu_new();
+    /* the operating point's LU of J's pattern, if it left one: its
+     * analysis is the one this LU would make */
+    it->lu = f->op_lu ? f->op_lu : emn_lu_new();
+    f->op_lu = NULL;
     if (f->order_hint) emn_lu_hint_order(it->lu, f->order_hint);
     /* A linear circuit's few factorizations serve every step: kept in
      * single precision, its solves stream half the memory.  A step's

@@ -332,6 +332,25 @@ static void proximal(opsys *o, const rows *m)
  * point: 37 s that way, 20 s this way).
  * Sets up the reduced system and returns true where this holds.
  */
+/* With no coordinate held by a stiffness, whether M (below) would have
+ * exactly the Newton matrix J's pattern: each column j of K's w block
+ * holds R1's rows where J's column j has its rows. */
+static bool m_is_j(const opsys *o)
+{
+    int n = o->n;
+    const emn_sparse *K = &o->K, *J = &o->f->J;
+    for (int j = 0; j < n; j++) {
+        int p = J->Ap[j], pe = J->Ap[j + 1];
+        for (int q = K->Ap[n + j]; q < K->Ap[n + j + 1]; q++) {
+            if (K->Ai[q] < n) continue;
+            if (p >= pe || J->Ai[p] != K->Ai[q] - n) return false;
+            p++;
+        }
+        if (p != pe) return false;
+    }
+    return true;
+}
+
 static bool reduce(opsys *o)
 {
     int n = o->n;
@@ -357,10 +376,12 @@ static bool reduce(opsys *o)
     }
     /* with no stiffness at all K is block triangular already, and KLU's
      * block form factors M alone (ibmpg1's loop resistances: faster than
-     * L D L' with its ordering) */
+     * L D L' with its ordering); unless a transient follows and M has the
+     * Newton matrix's pattern, when M's LU, analysis and all, serves the
+     * transient too (emn_form.op_lu): an RC ladder's */
     int ns = 0;
     for (int j = 0; j < n; j++) ns += o->a2[j] >= 0;
-    if (ns == 0) return false;
+    if (ns == 0 && !(o->f->op_for_tran && m_is_j(o))) return false;
     int nn = 0;
     o->red = emn_xmalloc((size_t)n * sizeof(int) + 1);
     for (int j = 0; j < n; j++) {
@@ -744,6 +765,12 @@ int emn_op_solve(emn_form *f, double reltol, const double *p0, double *z, double
     free(z0);
     free(w0);
     leave_order(&o);
+    /* M of J's pattern (every coordinate in it): its LU for the transient */
+    if (status == 0 && f->op_for_tran && o.reduced && o.M.n == n && !f->op_lu) {
+        emn_lu_keep_pattern(o.mlu);
+        f->op_lu = o.mlu;
+        o.mlu = NULL;
+    }
     opsys_free(&o);
     return status;
 }

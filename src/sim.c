@@ -1228,6 +1228,7 @@ int emn_sim_tran(const emn_circuit *c, const emn_sim_opts *o, emn_diag *d, bool 
     double *pi0 = NULL, *Fs0 = NULL;
     double *zop = NULL, *wop = NULL;
     if (!c->uic) {
+        f->op_for_tran = true;
         zop = emn_xcalloc((size_t)f->n + 1, sizeof(double));
         wop = emn_xcalloc((size_t)f->n + 1, sizeof(double));
         if (initial_state(&S, NULL, NULL, zop, p0, d) < 0 || op_state(&S, p0, zop, wop, d) < 0) {

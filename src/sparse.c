@@ -2391,6 +2391,23 @@ void emn_lu_borrow(emn_lu *lu)
     lu->borrow = true;
 }
 
+void emn_lu_keep_pattern(emn_lu *lu)
+{
+    assert(!lu->share && !lu->is_part);
+    if (lu->borrow && lu->an_id) {
+        size_t np = (size_t)lu->n + 1, nz = (size_t)(lu->nnz ? lu->nnz : 1);
+        int *Ap = emn_xmalloc(np * sizeof *Ap), *Ai = emn_xmalloc(nz * sizeof *Ai);
+        memcpy(Ap, lu->Ap, np * sizeof *Ap);
+        memcpy(Ai, lu->Ai, (size_t)lu->nnz * sizeof *Ai);
+        lu->Ap = Ap;
+        lu->Ai = Ai;
+        lu->Ax = emn_xrealloc(lu->Ax, nz * sizeof *lu->Ax);
+        lu->valid = false;      /* its values were not kept */
+    }
+    lu->borrow = false;
+    memset(&lu->stats, 0, sizeof lu->stats);
+}
+
 void emn_lu_allow_single(emn_lu *lu, double maxerr)
 {
     lu->single_err = maxerr;

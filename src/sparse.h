@@ -125,6 +125,12 @@ bool emn_lu_single(const emn_lu *lu);
  * a copy of the pattern and values, which for an operating point's
  * matrix of 10^5 to 10^7 entries is memory first touched for nothing. */
 void emn_lu_borrow(emn_lu *lu);
+/* An LU that borrows its pattern (emn_lu_borrow) takes a copy of the
+ * pattern it was analyzed for, and from now on keeps the values it
+ * factors, as one that never borrowed: it may outlive the matrix it
+ * borrowed from and serve other matrices of that pattern (an operating
+ * point's, handed to the transient).  Its counts start again. */
+void emn_lu_keep_pattern(emn_lu *lu);
 /* Before the first factorization, on the LU that makes the analysis: an
  * order of the columns (hint[k]: the k-th eliminated) to try where nested
  * dissection would be (a large L D L' that AMD's order fills many times

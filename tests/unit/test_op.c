@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "form.h"
+#include "integ.h"
 #include "netlist.h"
 #include "op.h"
 #include "tap.h"
@@ -260,6 +261,53 @@ static void spring_case(emn_form_kind kind, const char *what)
     done(f, c, z, w);
 }
 
+/* An RC ladder's operating point, when a transient follows it, leaves
+ * the LU of its reduced system for the transient's Newton matrix, which
+ * has the same pattern (emn_form.op_lu): every coordinate is in that
+ * system, no coil holds one.  A capacitor between two nodes that no
+ * resistor joins is in that pattern too (its proximal term, op.c).  When
+ * no transient follows, K is factored whole and no LU is left.  Either
+ * way the voltages are the divider's: v1 = 5/6, v2 = 1/2, v3 (behind 4k,
+ * no current) = v2. */
+static void handoff_case(bool tran, bool floating)
+{
+    char what[64];
+    snprintf(what, sizeof what, "handoff%s%s", tran ? ", transient follows" : ", DC only",
+             floating ? ", floating capacitor" : "");
+    emn_circuit *c = rd(floating ? "ladder\nV1 in 0 1\nR1 in n1 1k\nR2 n1 n2 2k\nR3 n2 0 3k\nR4 n2 n3 4k\n"
+                                   "C1 n1 0 1u\nC2 n2 0 1u\nC3 n3 n1 1u\n.tran 1u 10u\n.end\n"
+                                 : "ladder\nV1 in 0 1\nR1 in n1 1k\nR2 n1 n2 2k\nR3 n2 0 3k\nR4 n2 n3 4k\n"
+                                   "C1 n1 0 1u\nC2 n2 0 1u\nC3 n3 0 1u\n.tran 1u 10u\n.end\n");
+    if (!ok(c != NULL && d.nerrors == 0, "%s: deck reads", what)) return;
+    emn_form *f = emn_form_build(c, EMN_FORM_FLUX, &d);
+    if (!ok(f != NULL, "%s: formulation builds", what)) {
+        emn_netlist_free(&c);
+        return;
+    }
+    f->op_for_tran = tran;
+    double *z = calloc((size_t)f->n + 1, sizeof(double)), *w = calloc((size_t)f->n + 1, sizeof(double));
+    char msg[256] = "";
+    int bad = -1;
+    emn_form_set_time(f, 0);
+    int rc = emn_op_solve(f, 1e-3, NULL, z, w, &bad, msg, sizeof msg, NULL);
+    int j1 = coord_of(c, f, "n1"), j2 = coord_of(c, f, "n2"), j3 = coord_of(c, f, "n3");
+    ok(rc == 0 && j1 >= 0 && j2 >= 0 && j3 >= 0 && fabs(w[j1] - 5.0 / 6) < 1e-12 && fabs(w[j2] - 0.5) < 1e-12 &&
+       fabs(w[j3] - 0.5) < 1e-12, "%s: the divider's voltages (%s)", what, msg);
+    bool want = tran;
+    ok((f->op_lu != NULL) == want, "%s: %s", what, want ? "the LU is left for the transient" : "no LU is left");
+    if (f->op_lu) {
+        emn_lu *lu = f->op_lu;
+        emn_integ_opts io = {1e-3, 1e-12, 1e-6, 1e-14, EMN_METHOD_TRAP, 2, 10, 1e-7, 1e-18, 1e-5, 1};
+        emn_integ *it = emn_integ_new(f, &io);
+        ok(it->lu == lu && f->op_lu == NULL, "%s: the transient takes it", what);
+        emn_integ_free(&it);
+    }
+    free(z);
+    free(w);
+    emn_form_free(&f);
+    emn_netlist_free(&c);
+}
+
 int main(void)
 {
     grid_case();
@@ -267,6 +315,9 @@ int main(void)
     order_case(false);
     spring_case(EMN_FORM_CHARGE, "spring, charge");
     spring_case(EMN_FORM_FLUX, "spring, flux");
+    handoff_case(true, false);
+    handoff_case(false, false);
+    handoff_case(true, true);
     emn_diag_free(&d);
     return tap_done();
 }

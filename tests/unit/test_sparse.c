@@ -448,6 +448,53 @@ static void network(emn_sparse *A, int side, double lower, unsigned long long se
     free(d);
 }
 
+/* An LU that borrowed an operating point's matrix, kept for the
+ * transient's (emn_lu_keep_pattern): it outlives the matrix it borrowed,
+ * factors another of the same pattern with the analysis it has (the same
+ * order, no new one), keeps the values as an LU that never borrowed (the
+ * same matrix again is not refactored), and counts afresh. */
+static void test_keep_pattern(void)
+{
+    emn_sparse A, B;
+    network(&A, 40, 1.0, 4242);
+    int n = A.n;
+    double *b = emn_xmalloc((size_t)n * sizeof *b), *x = emn_xmalloc((size_t)n * sizeof *x);
+    emn_lu *lu = emn_lu_new();
+    emn_lu_borrow(lu);
+    const emn_lu_stats *st = emn_lu_get_stats(lu);
+    for (int i = 0; i < n; i++) b[i] = x[i] = rnd_unit();
+    bool good = emn_lu_factor(lu, &A, NULL) == 0 && emn_lu_solve(lu, x) == 0 && residual(&A, x, b) < 1e-12;
+    const int *order = emn_lu_order(lu);
+    int *before = emn_xmalloc((size_t)n * sizeof *before);
+    if (order) memcpy(before, order, (size_t)n * sizeof *before);
+    ok(good && order && st->ldl == 1, "keep: the borrowing LU factors L D L' (%ld)", st->ldl);
+    emn_lu_keep_pattern(lu);
+    ok(st->ldl == 0 && st->factors == 0 && st->analyses == 0, "keep: its counts start again");
+    emn_sparse_free(&A);        /* the pattern it borrowed is gone */
+    network(&B, 40, 1.0, 777);
+    for (int i = 0; i < n; i++) b[i] = x[i] = rnd_unit();
+    good = emn_lu_factor(lu, &B, NULL) == 0 && emn_lu_solve(lu, x) == 0 && residual(&B, x, b) < 1e-12;
+    order = emn_lu_order(lu);
+    ok(good && st->ldl == 1 && order && memcmp(order, before, (size_t)n * sizeof *before) == 0 && st->hinted == 0,
+       "keep: another matrix of the pattern, factored L D L' in the order it had, ||Ax-b||/||b|| < 1e-12");
+    good = emn_lu_factor(lu, &B, NULL) == 0;
+    ok(good && st->ldl == 1, "keep: the same values again are not refactored (%ld L D L')", st->ldl);
+    /* not symmetric: KLU, which analyzes the kept pattern now */
+    for (int j = 0; j < n; j++)
+        for (int p = B.Ap[j]; p < B.Ap[j + 1]; p++)
+            if (B.Ai[p] > j) B.Ax[p] *= 0.5;
+    for (int i = 0; i < n; i++) b[i] = x[i] = rnd_unit();
+    good = emn_lu_factor(lu, &B, NULL) == 0 && emn_lu_solve(lu, x) == 0 && residual(&B, x, b) < 1e-12;
+    ok(good && st->factors == 1 && st->analyses == 1,
+       "keep: an asymmetric one by KLU, analyzed once (%ld KLU, %ld analyses), ||Ax-b||/||b|| < 1e-12", st->factors,
+       st->analyses);
+    emn_lu_free(&lu);
+    emn_sparse_free(&B);
+    free(before);
+    free(b);
+    free(x);
+}
+
 static void test_network(void)
 {
     for (int sym = 0; sym < 2; sym++) {
@@ -1265,6 +1312,7 @@ int main(void)
     test_random_solve();
     test_refactor_path();
     test_borrow();
+    test_keep_pattern();
     test_singular();
     test_tridiagonal();
     test_network();
