@@ -314,24 +314,6 @@ static void proximal(opsys *o, const rows *m)
     }
 }
 
-/*
- * A linear circuit whose stiffness dF/dz touches each coordinate alone (an
- * inductor from a node to a fixed one, a spring to the frame) needs no
- * factorization of K.  With S the coordinates that have one, K's rows
- * read
- *     R2_j:  e_j dz0_j + A2_j dw_j = b2_j        (e_j: the proximal term)
- *     R1_i:  A1_i dz0_i + sum_k M_ik dw_k = b1_i
- * so dw_j = b2_j / A2_j on S, dz0_j = b2_j / e_j off it, M's rows and
- * columns off S (N) then give dw_N, and R1's rows on S give dz0_S.  The
- * first leaves out e_j dz0_j / A2_j, a 1e-10 of dz0_j (e_j weighs 1e-10
- * of its row): the Newton matrix may differ from the Jacobian by that
- * much, the residual does not.  -M_NN is the circuit's conductance (or
- * resistance) matrix with the stiff coordinates held, symmetric and
- * positive definite on a grid, where emn_lu factors it as L D L' and KLU
- * would take K whole, 2n coordinates (a 10^6-node RLC mesh's operating
- * point: 37 s that way, 20 s this way).
- * Sets up the reduced system and returns true where this holds.
- */
 /* With no coordinate held by a stiffness, whether M (below) would have
  * exactly the Newton matrix J's pattern: each column j of K's w block
  * holds R1's rows where J's column j has its rows. */
@@ -351,6 +333,24 @@ static bool m_is_j(const opsys *o)
     return true;
 }
 
+/*
+ * A linear circuit whose stiffness dF/dz touches each coordinate alone (an
+ * inductor from a node to a fixed one, a spring to the frame) needs no
+ * factorization of K.  With S the coordinates that have one, K's rows
+ * read
+ *     R2_j:  e_j dz0_j + A2_j dw_j = b2_j        (e_j: the proximal term)
+ *     R1_i:  A1_i dz0_i + sum_k M_ik dw_k = b1_i
+ * so dw_j = b2_j / A2_j on S, dz0_j = b2_j / e_j off it, M's rows and
+ * columns off S (N) then give dw_N, and R1's rows on S give dz0_S.  The
+ * first leaves out e_j dz0_j / A2_j, a 1e-10 of dz0_j (e_j weighs 1e-10
+ * of its row): the Newton matrix may differ from the Jacobian by that
+ * much, the residual does not.  -M_NN is the circuit's conductance (or
+ * resistance) matrix with the stiff coordinates held, symmetric and
+ * positive definite on a grid, where emn_lu factors it as L D L' and KLU
+ * would take K whole, 2n coordinates (a 10^6-node RLC mesh's operating
+ * point: 37 s that way, 20 s this way).
+ * Sets up the reduced system and returns true where this holds.
+ */
 static bool reduce(opsys *o)
 {
     int n = o->n;
