@@ -9,9 +9,9 @@
  *
  * The LU wrapper owns KLU's three objects (common, symbolic, numeric) and
  * decides which KLU call a factorization needs: klu_analyze when KLU
- * first factors a new pattern, klu_refactor (same pivots, no search) when only values
- * changed, klu_factor the first time and whenever the old pivots have gone
- * bad.  A symmetric matrix with a positive diagonal (a passive network's)
+ * first factors a new pattern, klu_refactor (same pivots, no search) when
+ * only values changed, klu_factor the first time and whenever the old
+ * pivots have gone bad.  A symmetric matrix with a positive diagonal (a passive network's)
  * is first factored L D L' in the order of CHOLMOD's analysis, kept if
  * every pivot is positive; a large one's factorizations and solves run in
  * two halves, on two cores (plan_halves), and the largest (a mesh's, whose
