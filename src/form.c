@@ -1029,24 +1029,24 @@ static const emn_expr *term_value(emn_form *f, emn_arena *ar, const term_desc *t
 static emn_tmpl *term_template(emn_form *f, tmpl_cache *tc, emn_arena *scratch, const term_desc *td)
 {
     const emn_circuit *c = f->c;
+    const emn_elem *el = &c->elems.v[td->elem];
+    emn_kind kind = el->kind;
     int m = term_m(td);
     mapping mp;
     /* a value that depends on x (C(x), L(x)) is written into the
      * expressions, numbers and all: such terms share only when their
      * expressions are equal to the last bit, never by the short key */
-    bool plain = true, vx = c->elems.v[td->elem].vexpr != NULL;
+    bool plain = true, vx = el->vexpr != NULL;
     for (int k = 0; k < td->nbr; k++) {
         if (ex_at(f->elem_branch_mech, td->br[k])) plain = false;
         if (c->elems.v[td->br[k]].vexpr) vx = true;
     }
     for (int k = 0; k < td->nmech; k++)
         if (c->nodes.v[td->mech[k]].jdef >= 0) plain = false;
-    if (c->elems.v[td->elem].kind == EMN_L && td->nbr > 1) plain = false;
+    if (kind == EMN_L && td->nbr > 1) plain = false;
     emn_arena *ar = plain ? scratch : f->ar;
     emn_buf key = {0};
-    emn_kind kind = c->elems.v[td->elem].kind;
     bool basic = plain && !vx && kind != EMN_T && kind != EMN_K && kind != EMN_J;
-    const emn_elem *el = &c->elems.v[td->elem];
     for (int k = 0; k < el->nnodes && basic; k++)    /* a node a linkage moves brings its J along */
         if (el->node[k] > 0 && c->nodes.v[el->node[k]].jdef >= 0) basic = false;
     /* a plain term of one of the two-terminal kinds is written the same
