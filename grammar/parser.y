@@ -77,7 +77,7 @@ static void yyerror(emn_loc *loc, yyscan_t scanner, emn_build *b, emn_scan *scan
 %token ENAME "name"
 %token BADCHAR "invalid character"
 
-%type <field> field atom
+%type <field> field atom call
 %type <flist> args arglist
 %type <expr> qexpr expr
 %type <elist> exprs
@@ -100,9 +100,20 @@ line:
 |   error EOL                       { yyerrok; emn_build_card_abort(b); }
 ;
 
+/* A card's fields are reduced straight onto the card, not through atom
+ * and field: three of four fields are bare words, and a reduction each
+ * is much of the parser's time on a large deck. */
 card:
     WORD                            { emn_build_card_begin(b, @1); }
-|   card field                      { emn_build_card_field(b, $2); }
+|   card WORD                       { emn_build_card_field(b, emn_build_word(b, @2)); }
+|   card STRING                     { emn_build_card_field(b, emn_build_string(b, @2)); }
+|   card qexpr                      { emn_build_card_field(b, emn_build_exprfield(b, $2, @2)); }
+|   card call                       { emn_build_card_field(b, $2); }
+|   card atom '=' atom              { emn_build_card_field(b, emn_build_assign(b, $2, $4)); }
+;
+
+call:
+    WORD '(' args ')'               { $$ = emn_build_callfield(b, @1, $3); }
 ;
 
 field:
@@ -114,7 +125,7 @@ atom:
     WORD                            { $$ = emn_build_word(b, @1); }
 |   STRING                          { $$ = emn_build_string(b, @1); }
 |   qexpr                           { $$ = emn_build_exprfield(b, $1, @1); }
-|   WORD '(' args ')'               { $$ = emn_build_callfield(b, @1, $3); }
+|   call                            { $$ = $1; }
 ;
 
 args:
