@@ -1936,15 +1936,26 @@ emn_form *emn_form_build(const emn_circuit *c, emn_form_kind kind, emn_diag *d)
     f->bat_mid = f->lin_mid > 0 && f->nbatch >= 2 ? f->nbatch / 2 : 0;     /* split as the linear part is */
 
     /* which sources' integrals are used: a time coupling of a linear term,
-     * an offset of a branch or node, or a nonlinear term's source slot */
+     * an offset of a branch or node, or a nonlinear term's source slot.
+     * A slot that is one source's integral alone is skipped when it is
+     * only that source's own branch; an inductor across a voltage source
+     * (a capacitor in series with a current source) shares it, and its
+     * flux (charge) is read from it. */
     f->need_int = emn_xcalloc((size_t)f->nsrc + 1, sizeof(bool));
     for (int k = 0; k < f->pts.n; k++) if (f->pts.col[k] < f->nsrc) f->need_int[f->pts.col[k]] = true;
     for (int k = 0; k < f->fts.n; k++) if (f->fts.col[k] < f->nsrc) f->need_int[f->fts.col[k]] = true;
+    bool *read = emn_xcalloc((size_t)f->slots.n + 1, sizeof(bool));
+    for (int i = 0; i < ne; i++) {
+        emn_kind k = c->elems.v[i].kind;
+        if (k != EMN_V && k != EMN_I && k != EMN_F && f->elem_branch_slot[i] >= 0)
+            read[f->elem_branch_slot[i]] = true;
+    }
     for (int sl = 0; sl < f->slots.n; sl++) {
         const emn_lmap *m = &f->slots.v[sl];
-        if (m->nc == 0 && m->nd == 1) continue;       /* a source's own slot */
+        if (m->nc == 0 && m->nd == 1 && !read[sl]) continue;
         for (int q = 0; q < m->nd; q++) f->need_int[emn_lmap_di(m)[q]] = true;
     }
+    free(read);
     for (int i = 0; i < f->nnonlinear; i++) {
         const emn_term *tm = &f->terms.v[f->nonlinear[i]];
         for (int a = 0; a < tm->m; a++) {

@@ -55,4 +55,36 @@ for form in charge flux; do
     done
 done
 
+# Elements whose state a source alone sets: an inductor across a voltage
+# source has no coordinate of its own in the flux formulation (its flux
+# is the source's integral), nor has a capacitor in series with a
+# current source in the charge one (its charge is the source's).  Both
+# must read that integral, in the formulation that has no coordinate and
+# in the other.
+#   V1 = 1 V across L1 = 1 mH || R1 = 1 ohm, from rest:
+#     i(L1) = t / L1, phi(L1) = t, w(L1) = t^2 / (2 L1), i(V1) = -(1 + t / L1)
+#   I1 = 1 mA into C1 = 1 uF through R3 = 1k, from rest:
+#     v(d) = I1 t / C1, v(c) = v(d) + I1 R3, q(C1) = I1 t, w(C1) = q v(d) / 2
+cat >"$WORK/fixed.cir" <<EOF
+source-fixed inductor and capacitor
+V1 a 0 1
+L1 a 0 1m
+R1 a 0 1
+I1 0 c 1m
+R3 c d 1k
+C1 d 0 1u
+.tran 0.1m 2m uic
+.print tran i(l1) phi(l1) w(l1) i(v1) v(c) v(d) q(c1) w(c1)
+.end
+EOF
+for form in charge flux; do
+    run_emnet -q -tran -form $form fixed.cir
+    ok $rc "$form: source-fixed L and C (exit 0)" "exit status $rc" "$err"
+    awk 'NR == 1 { print; next }
+        { t = $1; q = 1e-3 * t; vd = q / 1e-6
+          printf "%.9e %.9e %.9e %.9e %.9e %.9e %.9e %.9e %.9e\n", t, t / 1e-3, t, t * t / 2e-3,
+                 -(1 + t / 1e-3), vd + 1, vd, q, q * vd / 2 }' "$WORK/stdout" >"$WORK/want.out"
+    check_table "$WORK/stdout" "$WORK/want.out" 1e-6 1e-12 "$form: source-fixed L and C match the closed form"
+done
+
 done_testing
