@@ -1132,6 +1132,15 @@ static void write_row(sim *S, writers *W, emn_sim_result *res, bool keep, double
     }
 }
 
+/* The output point after point k - 1 (at tau): tstart + k tstep, or
+ * tstop itself when that passes tstop and tau fell short of it, so that
+ * the table always ends at tstop. */
+static double next_output(double tstart, double tstep, long k, double tstop, double tau)
+{
+    double t = tstart + (double)k * tstep;
+    return t > tstop * (1 + 1e-12) && tau < tstop * (1 - 1e-12) ? tstop : t;
+}
+
 /* Output points in (tval[1], tval[0]], interpolated with the step's
  * order: quadratic through the last three points after a second-order
  * step, linear otherwise. */
@@ -1158,7 +1167,7 @@ static void emit_points(sim *S, writers *W, emn_sim_result *res, bool keep, doub
         }
         write_row(S, W, res, keep, tau, buf);
         (*k)++;
-        *tnext = tstart + (double)*k * tstep;
+        *tnext = next_output(tstart, tstep, *k, tstop, tau);
     }
 }
 
@@ -1372,7 +1381,7 @@ int emn_sim_tran(const emn_circuit *c, const emn_sim_opts *o, emn_diag *d, bool 
             if (tnext <= t0 * (1 + 1e-12) + 1e-300) {
                 write_row(&S, &W, res, keep, tnext, S.val[0]);
                 k++;
-                tnext = tstart + (double)k * tstep;
+                tnext = next_output(tstart, tstep, k, tstop, tnext);
             }
             if (ns) {
                 memcpy(S.pi, save, (size_t)ns * sizeof(double));

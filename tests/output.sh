@@ -58,4 +58,25 @@ EOF
     ok $? "ngspice loads the $kind raw file and sees the 11 rows written" "$msg"
 done
 
+# The table runs t = tstart, tstart + tstep, ... and ends at tstop, also
+# when tstep does not divide the span (netlist.md, section 6).  v(a) is
+# a ramp of 1000 V/s, which the interpolation meets exactly.
+for tran in "0.3m 1m:0 3e-4 6e-4 9e-4 1e-3" "1m 0.5m:0 5e-4" "1m 10m 9.5m:9.5e-3 1e-2" \
+            "0.25m 1m:0 2.5e-4 5e-4 7.5e-4 1e-3"; do
+    args=${tran%%:*} want=${tran#*:}
+    printf 'ramp\nV1 a 0 PWL(0 0 20m 20)\nR1 a 0 1k\n.tran %s\n.print tran v(a)\n.end\n' "$args" >"$WORK/span.cir"
+    run_emnet -q -tran span.cir
+    msg=$(printf '%s\n' "$out" | awk -v want="$want" '
+        BEGIN { n = split(want, W, " ") }
+        function bad(s) { print s; failed = 1 }
+        NR == 1 { next }
+        { k = NR - 1; t = W[k] + 0
+          if (k > n) { bad("extra row " $0); next }
+          if ($1 + 0 != t && ($1 - t) * ($1 - t) > 1e-30 * t * t) bad("row " k " time " $1 ", want " t)
+          d = $2 - 1000 * t; if (d < 0) d = -d
+          if (d > 1e-9) bad("row " k " v(a) " $2 ", want " 1000 * t) }
+        END { if (NR - 1 != n) bad("rows: " NR - 1 ", want " n); exit failed }' 2>&1)
+    ok $? ".tran $args: rows at $want" "$msg"
+done
+
 done_testing
