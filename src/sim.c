@@ -960,6 +960,143 @@ static int initial_state(sim *S, const double *zop, const double *wop, double *z
 
 static const char *form_name(emn_form_kind k) { return k == EMN_FORM_CHARGE ? "charge" : "flux"; }
 
+/* ------------------------------------------------- steady states ruled out */
+
+static int uf_find(int *up, int x)
+{
+    while (up[x] != x) x = up[x] = up[up[x]];
+    return x;
+}
+
+/* The DC current into each group of nodes that only capacitors and
+ * current sources leave (masses and force sources, mechanically: the
+ * force on a group of nodes that nothing else holds) must be zero, or the
+ * charge (the speed) grows without end.  Everything else joins its nodes
+ * into one group: resistors, inductors, voltage sources, springs,
+ * dampers, a transducer's two sides.  A node a linkage defines is held,
+ * and so is every node when a value depends on a displacement (a C(x)
+ * force may balance a DC force); both only leave cases undecided for the
+ * operating point's own Newton iteration. */
+static int cutset_steady(const emn_circuit *c, emn_diag *d)
+{
+    int nn = c->nodes.n, ne = c->elems.n, status = 0;
+    bool x_values = false;
+    for (int i = 0; i < ne; i++)
+        if (c->elems.v[i].vexpr && c->elems.v[i].kind != EMN_J) x_values = true;
+    int *up = emn_xmalloc((size_t)nn * sizeof(int) + 1);
+    double *net = emn_xcalloc((size_t)nn + 1, sizeof(double)), *mag = emn_xcalloc((size_t)nn + 1, sizeof(double));
+    int *at = emn_xmalloc((size_t)nn * sizeof(int) + 1);    /* per group: a source (its index * 2 + terminal) */
+    for (int v = 0; v < nn; v++) {
+        up[v] = x_values && c->nodes.v[v].dom == EMN_DOM_MECH ? 0 : v;
+        at[v] = -1;
+    }
+    for (int i = 0; i < ne; i++) {
+        const emn_elem *e = &c->elems.v[i];
+        switch (e->kind) {
+        case EMN_R: case EMN_L: case EMN_V: case EMN_S: case EMN_D:
+            up[uf_find(up, e->node[0])] = uf_find(up, e->node[1]);
+            break;
+        case EMN_T:
+            up[uf_find(up, e->node[0])] = uf_find(up, e->node[1]);
+            up[uf_find(up, e->node[2])] = uf_find(up, e->node[3]);
+            break;
+        case EMN_J:
+            up[uf_find(up, e->node[0])] = uf_find(up, 0);
+            break;
+        default:
+            break;
+        }
+    }
+    for (int i = 0; i < ne; i++) {
+        const emn_elem *e = &c->elems.v[i];
+        if (e->kind != EMN_I && e->kind != EMN_F) continue;
+        double dc = emn_wave_dc(e->src);
+        int a = uf_find(up, e->node[0]), b = uf_find(up, e->node[1]);
+        if (a == b) continue;
+        net[a] -= dc;
+        net[b] += dc;
+        mag[a] += fabs(dc);
+        mag[b] += fabs(dc);
+        if (at[a] < 0) at[a] = 2 * i;
+        if (at[b] < 0) at[b] = 2 * i + 1;
+    }
+    int g = uf_find(up, 0);
+    for (int v = 1; v < nn && status == 0; v++) {
+        int r = uf_find(up, v);
+        if (r != v || r == g || fabs(net[r]) <= 1e-12 * mag[r]) continue;
+        const emn_elem *e = &c->elems.v[at[r] / 2];
+        const char *node = c->nodes.v[e->node[at[r] % 2]].name;
+        if (e->kind == EMN_F)
+            emn_diag_error(d, e->loc, "operating point: no steady state: %s pushes node '%s' with a DC force of "
+                           "%g N, and only masses and force sources hold it and the nodes joined to it: they "
+                           "accelerate without end", e->name, node, fabs(net[r]));
+        else
+            emn_diag_error(d, e->loc, "operating point: no steady state: a DC current of %g A flows %s node "
+                           "'%s' (%s), and only capacitors and current sources leave it and the nodes joined to "
+                           "it: their charge grows without end", fabs(net[r]), net[r] > 0 ? "into" : "out of", node,
+                           e->name);
+        status = -1;
+    }
+    free(at);
+    free(up);
+    free(net);
+    free(mag);
+    return status;
+}
+
+/* x's group, with x's potential over the group's root in *p; the path
+ * is compressed, each node then holding its potential over the root. */
+static int pot_find(int *up, double *pot, int x, double *p)
+{
+    int r = x;
+    double acc = 0;
+    for (; up[r] != r; r = up[r]) acc += pot[r];
+    *p = acc;
+    while (up[x] != r && up[x] != x) {
+        int next = up[x];
+        double own = pot[x];
+        up[x] = r;
+        pot[x] = acc;
+        acc -= own;
+        x = next;
+    }
+    return r;
+}
+
+/* The DC voltages around each loop of inductors and voltage sources must
+ * add up to zero, or the loop's current grows without end: the
+ * potentials along a spanning forest of those branches (the inductors
+ * carrying none) must agree with every branch that closes a loop. */
+static int loop_steady(const emn_circuit *c, emn_diag *d)
+{
+    int nn = c->nodes.n, ne = c->elems.n, status = 0;
+    int *up = emn_xmalloc((size_t)nn * sizeof(int) + 1);
+    double *pot = emn_xcalloc((size_t)nn + 1, sizeof(double));   /* v(node) - v(up[node]) */
+    double big = 0;
+    for (int v = 0; v < nn; v++) up[v] = v;
+    for (int i = 0; i < ne; i++)
+        if (c->elems.v[i].kind == EMN_V) big = fmax(big, fabs(emn_wave_dc(c->elems.v[i].src)));
+    for (int i = 0; i < ne && status == 0; i++) {
+        const emn_elem *e = &c->elems.v[i];
+        if (e->kind != EMN_L && e->kind != EMN_V) continue;
+        double drop = e->kind == EMN_V ? emn_wave_dc(e->src) : 0;     /* v(n+) - v(n-) */
+        double pa, pb;
+        int a = pot_find(up, pot, e->node[0], &pa), b = pot_find(up, pot, e->node[1], &pb);
+        if (a != b) {
+            up[a] = b;
+            pot[a] = drop - pa + pb;
+        } else if (fabs(pa - pb - drop) > 1e-12 * big) {
+            emn_diag_error(d, e->loc, "operating point: no steady state: %s closes a loop of inductors and voltage "
+                           "sources with %g V around it at DC, so the loop's current grows without end", e->name,
+                           fabs(pa - pb - drop));
+            status = -1;
+        }
+    }
+    free(up);
+    free(pot);
+    return status;
+}
+
 /* Solve for the steady state from the initial guess in (z, w); records an
  * error naming the coordinate when there is none. */
 static int op_state(sim *S, const double *p0, double *z, double *w, emn_diag *d)
@@ -967,6 +1104,7 @@ static int op_state(sim *S, const double *p0, double *z, double *w, emn_diag *d)
     emn_form *f = S->f;
     char msg[256];
     int bad = -1;
+    if (cutset_steady(S->c, d) < 0 || loop_steady(S->c, d) < 0) return -1;
     if (emn_op_solve(f, S->c->opt.reltol, p0, z, w, &bad, msg, sizeof msg, NULL) == 0) return 0;
     if (bad >= 0 && bad < f->n) {
         emn_buf name = {0};

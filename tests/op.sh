@@ -444,4 +444,56 @@ for cir in "$EXAMPLES"/*.cir; do
     done
 done
 
+# Steady states the topology rules out, whatever the values (netlist.md
+# 4.1: the error says so and names where): a DC current into nodes that
+# only capacitors and current sources leave, a DC force on a node only a
+# mass holds, a DC voltage around a loop of inductors and voltage
+# sources.  Without such a check the charge formulation printed a
+# capacitor current in steady state and the flux one, 1e11 V.  Each must
+# exit 3 naming its node or element, in both formulations, with -op and
+# with a transient that starts from the operating point; the controls
+# beside them (the same with a resistor, a damper, a loop whose sources
+# cancel) must still settle.
+nss() {         # nss NAME WHAT CARDS...: a deck NAME.cir of CARDS, one a line
+    name=$1 what=$2
+    shift 2
+    { echo "$name"; for card in "$@"; do echo "$card"; done
+      echo ".tran 1m 2m"; echo ".end"; } >"$WORK/$name.cir"
+    printf '%s\n' "$what" >"$WORK/$name.what"
+}
+nss i_c "node 'a'" "I1 0 a 1m" "C1 a 0 1u"
+nss i_rc "node 'a'" "I1 0 a 1m" "R1 a b 1k" "C1 b 0 1u" "C2 a 0 1n"
+nss i_lc "node 'a'" "I1 0 a 1m" "L1 a b 1m" "C1 b 0 1u"
+nss v_l "l1 closes a loop" "V1 a 0 1" "L1 a 0 1m"
+nss v_rl "l1 closes a loop" "V1 a 0 1" "R1 a 0 1" "L1 a 0 1m"
+nss v_llv "v2 closes a loop" "V1 a 0 1" "L1 a b 1m" "V2 b 0 2" "R1 a 0 1"
+nss m_f "node 'p'" "M1 p 1" "F1 p 0 1"
+nss m_sf "node 'q'" "M1 p 1" "S1 p q 10" "M2 q 2" "F1 0 q 1"
+for net in i_c i_rc i_lc v_l v_rl v_llv m_f m_sf; do
+    for form in charge flux; do
+        for how in -op -tran; do
+            run_emnet -q -form $form $how $net.cir
+            printf '%s\n' "$err" | grep "no steady state" | grep -qF "$(cat "$WORK/$net.what")"
+            named=$?
+            ok $([ $rc -eq 3 ] && [ $named -eq 0 ]; echo $?) \
+                "$net $form $how: no steady state, exit 3 naming where" "exit status $rc" "$err"
+        done
+    done
+done
+nss i_rc_ok "" "I1 0 a 1m" "R1 a 0 1k" "C1 a 0 1u"
+nss v_llv_ok "" "V1 a 0 1" "L1 a b 1m" "V2 b 0 1" "R1 a 0 1"
+nss m_df_ok "" "M1 p 1" "D1 p 0 2" "F1 p 0 1"
+for net in i_rc_ok v_llv_ok m_df_ok; do
+    for form in charge flux; do
+        run_emnet -q -form $form -op $net.cir
+        ok $rc "$net $form: a steady state exists (exit 0)" "exit status $rc" "$err"
+    done
+done
+run_emnet -q -op i_rc_ok.cir
+printf '%s\n' "$out" | grep -qx 'v(a) 1.000000000e+00'
+ok $? "i_rc_ok: v(a) = 1 mA x 1k" "$out"
+run_emnet -q -op m_df_ok.cir
+printf '%s\n' "$out" | grep -qx 'v(p) 5.000000000e-01'
+ok $? "m_df_ok: the mass moves at F / D = 0.5 m/s" "$out"
+
 done_testing
