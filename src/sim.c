@@ -97,6 +97,85 @@ static void on_sigint(int signo)
 
 /* ----------------------------------------------------------- preparation */
 
+/* x's group, with x's potential over the group's root in *p; the path
+ * is compressed, each node then holding its potential over the root. */
+static int pot_find(int *up, double *pot, int x, double *p)
+{
+    int r = x;
+    double acc = 0;
+    for (; up[r] != r; r = up[r]) acc += pot[r];
+    *p = acc;
+    while (up[x] != r && up[x] != x) {
+        int next = up[x];
+        double own = pot[x];
+        up[x] = r;
+        pot[x] = acc;
+        acc -= own;
+        x = next;
+    }
+    return r;
+}
+
+
+/* .ic v(n) values that voltage sources contradict at t = 0: a node the
+ * sources tie to ground has their voltage, and two tied to each other
+ * differ by it. */
+static int ic_held(const emn_circuit *c, emn_diag *d)
+{
+    int nn = c->nodes.n, status = 0;
+    bool any = false;
+    for (int k = 0; k < c->ics.n; k++) any |= c->ics.v[k].kind == EMN_IC_V;
+    if (!any) return 0;
+    int *up = emn_xmalloc((size_t)nn * sizeof(int) + 1), *first = emn_xmalloc((size_t)nn * sizeof(int) + 1);
+    double *pot = emn_xcalloc((size_t)nn + 1, sizeof(double)), big = 0;
+    for (int v = 0; v < nn; v++) {
+        up[v] = v;
+        first[v] = -1;
+    }
+    for (int i = 0; i < c->elems.n; i++) {
+        const emn_elem *e = &c->elems.v[i];
+        if (e->kind != EMN_V) continue;
+        double drop = emn_wave_value(e->src, 0), pa, pb;
+        int a = pot_find(up, pot, e->node[0], &pa), b = pot_find(up, pot, e->node[1], &pb);
+        big = fmax(big, fabs(drop));
+        if (a != b) {           /* a loop of sources is refused when the netlist is read */
+            up[a] = b;
+            pot[a] = drop - pa + pb;
+        }
+    }
+    double pg;
+    int g = pot_find(up, pot, 0, &pg);
+    for (int k = 0; k < c->ics.n && status == 0; k++) {
+        const emn_ic *ic = &c->ics.v[k];
+        if (ic->kind != EMN_IC_V || c->nodes.v[ic->node].dom != EMN_DOM_ELEC) continue;
+        double p;
+        int r = pot_find(up, pot, ic->node, &p);
+        if (r == g) {
+            if (fabs(p - pg - ic->value) > 1e-9 * fmax(big, fabs(ic->value)) + 1e-15) {
+                emn_diag_error(d, ic->loc, "voltage sources hold node '%s' at %g V at t = 0, not at its initial "
+                               "voltage %g V", c->nodes.v[ic->node].name, p - pg, ic->value);
+                status = -1;
+            }
+        } else if (first[r] < 0) {
+            first[r] = k;
+        } else {
+            const emn_ic *o = &c->ics.v[first[r]];
+            double po;
+            pot_find(up, pot, o->node, &po);
+            if (fabs((p - po) - (ic->value - o->value)) > 1e-9 * fmax(big, fabs(ic->value - o->value)) + 1e-15) {
+                emn_diag_error(d, ic->loc, "voltage sources make v(%s) - v(%s) = %g V at t = 0, not the %g V of "
+                               "the initial voltages", c->nodes.v[ic->node].name, c->nodes.v[o->node].name, p - po,
+                               ic->value - o->value);
+                status = -1;
+            }
+        }
+    }
+    free(up);
+    free(first);
+    free(pot);
+    return status;
+}
+
 int emn_sim_prepare(emn_circuit *c, emn_diag *d)
 {
     double tstep = c->has_tran ? c->tstep : 1, tstop = c->has_tran ? c->tstop : 1;
@@ -120,6 +199,7 @@ int emn_sim_prepare(emn_circuit *c, emn_diag *d)
         if (e->kind != EMN_V && e->kind != EMN_I && e->kind != EMN_F) continue;
         if (emn_wave_prepare(e->src, tstep, tstop, d, e->name) < 0) status = -1;
     }
+    if (status == 0 && ic_held(c, d) < 0) status = -1;
     return status;
 }
 
@@ -1042,25 +1122,6 @@ static int cutset_steady(const emn_circuit *c, emn_diag *d)
     free(net);
     free(mag);
     return status;
-}
-
-/* x's group, with x's potential over the group's root in *p; the path
- * is compressed, each node then holding its potential over the root. */
-static int pot_find(int *up, double *pot, int x, double *p)
-{
-    int r = x;
-    double acc = 0;
-    for (; up[r] != r; r = up[r]) acc += pot[r];
-    *p = acc;
-    while (up[x] != r && up[x] != x) {
-        int next = up[x];
-        double own = pot[x];
-        up[x] = r;
-        pot[x] = acc;
-        acc -= own;
-        x = next;
-    }
-    return r;
 }
 
 /* The DC voltages around each loop of inductors and voltage sources must

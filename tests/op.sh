@@ -496,4 +496,12 @@ run_emnet -q -op m_df_ok.cir
 printf '%s\n' "$out" | grep -qx 'v(p) 5.000000000e-01'
 ok $? "m_df_ok: the mass moves at F / D = 0.5 m/s" "$out"
 
+# .ic values the voltage sources agree with are taken (tests/errors has
+# the ones they contradict): v(a) = 1 at V1's 1 V, v(b) = 3 at 2 V above.
+printf 'ic agreed\nV1 a 0 1\nV2 b a 2\nC1 a 0 1u\nC2 b 0 1u\nR1 b 0 1k\n.ic v(a)=1 v(b)=3\n.tran 1m 2m uic\n.print tran v(a) v(b)\n.end\n' >"$WORK/ic_ok.cir"
+run_emnet -q -tran ic_ok.cir
+printf '%s\n' "$out" | sed -n 2p | grep -qx '0.000000000e+00 1.000000000e+00 3.000000000e+00'
+first=$?
+ok $([ $rc -eq 0 ] && [ $first -eq 0 ]; echo $?) "ic_ok: .ic values the sources agree with start the run" "exit status $rc" "$out" "$err"
+
 done_testing
