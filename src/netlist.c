@@ -2069,8 +2069,9 @@ static int order_linkages(emn_build *b, int *order)
     return n;
 }
 
-/* C(x) and L(x) must be positive at the initial state: x = 0 or the .ic
- * value, J-defined coordinates from their linkages. */
+/* C(x) and L(x) must be positive, and k(x) below 1 in magnitude, at the
+ * initial state: x = 0 or the .ic value, J-defined coordinates from their
+ * linkages. */
 static void check_initial_state(emn_build *b)
 {
     emn_circuit *c = b->c;
@@ -2090,8 +2091,14 @@ static void check_initial_state(emn_build *b)
     x[EMN_VAR_TIME] = 0;
     for (int i = 0; i < c->elems.n; i++) {
         emn_elem *e = &c->elems.v[i];
-        if (!e->vexpr || (e->kind != EMN_C && e->kind != EMN_L)) continue;
+        if (!e->vexpr || (e->kind != EMN_C && e->kind != EMN_L && e->kind != EMN_K)) continue;
         double v = emn_expr_eval(e->vexpr, x);
+        if (e->kind == EMN_K) {
+            if (!(fabs(v) < 1))
+                error(b, b->einfo.v[i].value_loc, "the coupling of %s is %g at the initial state; it must be "
+                      "below 1 in magnitude", b->einfo.v[i].disp, v);
+            continue;
+        }
         if (!(v > 0) || !isfinite(v))
             error(b, b->einfo.v[i].value_loc, "%s of %s is %g at the initial state; it must be positive",
                   e->kind == EMN_C ? "the capacitance" : "the inductance", b->einfo.v[i].disp, v);

@@ -710,7 +710,7 @@ static void dual_arrays(sim *S, bool all)
 /* A C(x) or L(x): its value is checked at every step. */
 static bool valued(const emn_elem *e)
 {
-    return e->vexpr && (e->kind == EMN_C || e->kind == EMN_L);
+    return e->vexpr && (e->kind == EMN_C || e->kind == EMN_L || e->kind == EMN_K);
 }
 
 static void sim_init(sim *S, const emn_circuit *c, emn_form *f, bool want_prints, bool want_saves)
@@ -1294,7 +1294,8 @@ static const char *dominant_element(sim *S, int j, const double *z, const double
     return name;
 }
 
-/* A capacitance or inductance that has reached zero or gone negative. */
+/* A capacitance or inductance that has reached zero or gone negative, a
+ * coupling that has reached 1 in magnitude. */
 static int check_values(sim *S, double t, emn_diag *d)
 {
     const emn_circuit *c = S->c;
@@ -1302,6 +1303,12 @@ static int check_values(sim *S, double t, emn_diag *d)
     for (int k = 0; k < S->nvalued; k++) {
         const emn_elem *el = &c->elems.v[S->valued[k]];
         double v = S->vterm[k] >= 0 ? S->termval[S->vterm[k]] : emn_tape_eval(S->vtape[k], S->nx);
+        if (el->kind == EMN_K) {
+            if (fabs(v) < 1) continue;
+            emn_diag_error(d, el->loc, "the coupling of %s reached %g at t = %.9g s; it must stay below 1 in "
+                           "magnitude", el->name, v, t);
+            return -1;
+        }
         if (v > 0 && isfinite(v)) continue;
         emn_diag_error(d, el->loc, "%s of %s reached %g %s at t = %.9g s%s",
                        el->kind == EMN_C ? "capacitance" : "inductance", el->name, v,

@@ -326,6 +326,32 @@ run_emnet -q -tran -form flux -r p.raw -o p.csv "$top_srcdir/netlists/mems_pulli
 expect "C(x) out of range" 3 "Cact" "pull-in"
 check_partial "C(x) out of range" 7
 
+# A coupling k(x) that reaches 1 (x = 5 t^2 from rest, k = 0.5 + x: at
+# t = sqrt(0.1) = 0.3162 s): the run stops naming K1, the time and the
+# value, before a singular inductance matrix stops it unnamed
+cat >"$WORK/kx.cir" <<'EOF'
+coupling reaches 1 during the run
+V1 in 0 1
+R1 in a 1
+L1 a 0 1m
+L2 c 0 1m
+R2 c 0 1
+K1 L1 L2 '0.5+x(p)'
+M1 p 1
+F1 p 0 10
+.tran 0.1 1 uic
+.print tran x(p)
+.end
+EOF
+for form in charge flux; do
+    run_emnet -q -tran -form $form -r p.raw -o p.csv kx.cir
+    expect "k(x) reaches 1 ($form)" 3 "the coupling of k1 reached"
+    t=$(sed -n 's/.*reached \([0-9.e+-]*\) at t = \([0-9.e+-]*\) s.*/\2/p' "$WORK/stderr")
+    awk -v t="$t" 'BEGIN { exit !(t >= 0.3162 && t <= 0.34) }'
+    ok $? "k(x) reaches 1 ($form): at t = $t, within 0.3162 to 0.34 s" "$(cat "$WORK/stderr")"
+    check_partial "k(x) reaches 1 ($form)" 2
+done
+
 # SIGINT: the run stops cleanly, exit 3, and the files hold what was computed
 cat >"$WORK/long.cir" <<'EOF'
 an RC filter driven for far longer than any test waits
