@@ -1040,6 +1040,50 @@ static int initial_state(sim *S, const double *zop, const double *wop, double *z
 
 static const char *form_name(emn_form_kind k) { return k == EMN_FORM_CHARGE ? "charge" : "flux"; }
 
+/* The element that dominates coordinate j's equation, or -1. */
+static int dominant_element(sim *S, int j, const double *z, const double *w)
+{
+    emn_form *f = S->f;
+    double best = -1;
+    int who = -1;
+    double *loc = f->scratch;
+    for (int i = 0; i < f->terms.n; i++) {
+        const emn_term *tm = &f->terms.v[i];
+        emn_form_term_locals(f, tm, z, w, loc);
+        for (int a = 0; a < tm->m; a++) {
+            const emn_lmap *s = &f->slots.v[tm->slot[a]];
+            for (int q = 0; q < s->nc; q++) {
+                if (emn_lmap_ci(s)[q] != j) continue;
+                double v = fabs(emn_tmpl_eval_F(tm->tmpl, a, loc)) + fabs(emn_tmpl_eval_p(tm->tmpl, a, loc));
+                if (!isfinite(v)) v = INFINITY;
+                if (v > best) {
+                    best = v;
+                    who = tm->elem;
+                }
+            }
+        }
+    }
+    return who;
+}
+
+/* The error "HEAD; coordinate NAME TAIL, dominated by ELEMENT" about
+ * coordinate j (HEAD alone for j < 0), at the line of the element that
+ * dominates its equation at (z, w), so that an editor can jump to it. */
+static void coord_error(sim *S, emn_diag *d, int j, const double *z, const double *w, const char *head,
+                        const char *tail)
+{
+    if (j < 0 || j >= S->f->n) {
+        emn_diag_error(d, EMN_NOLOC, "%s", head);
+        return;
+    }
+    int el = dominant_element(S, j, z, w);
+    emn_buf name = {0};
+    emn_form_coord_name(S->f, j, &name);
+    emn_diag_error(d, el >= 0 ? S->c->elems.v[el].loc : EMN_NOLOC, "%s; coordinate %s%s%s%s", head, name.v, tail,
+                   el >= 0 ? ", dominated by " : "", el >= 0 ? S->c->elems.v[el].name : "");
+    emn_buf_free(&name);
+}
+
 /* ------------------------------------------------- steady states ruled out */
 
 static int uf_find(int *up, int x)
@@ -1167,15 +1211,9 @@ static int op_state(sim *S, const double *p0, double *z, double *w, emn_diag *d)
     int bad = -1;
     if (cutset_steady(S->c, d) < 0 || loop_steady(S->c, d) < 0) return -1;
     if (emn_op_solve(f, S->c->opt.reltol, p0, z, w, &bad, msg, sizeof msg, NULL) == 0) return 0;
-    if (bad >= 0 && bad < f->n) {
-        emn_buf name = {0};
-        emn_form_coord_name(f, bad, &name);
-        emn_diag_error(d, EMN_NOLOC, "operating point (%s formulation): %s; coordinate %s does not settle",
-                       form_name(f->kind), msg, name.v);
-        emn_buf_free(&name);
-    } else {
-        emn_diag_error(d, EMN_NOLOC, "operating point (%s formulation): %s", form_name(f->kind), msg);
-    }
+    char head[640];
+    snprintf(head, sizeof head, "operating point (%s formulation): %s", form_name(f->kind), msg);
+    coord_error(S, d, bad, z, w, head, " does not settle");
     return -1;
 }
 
@@ -1266,32 +1304,6 @@ static void update_duals(sim *S, const double *z, const double *w, bool start)
         int sl = S->dsl[k];
         S->pidot[sl] = c0 * S->pi[sl] + c1 * S->pi1[sl] + c2 * S->pi2[sl];
     }
-}
-
-/* Name the element that dominates coordinate j's equation. */
-static const char *dominant_element(sim *S, int j, const double *z, const double *w)
-{
-    emn_form *f = S->f;
-    double best = -1;
-    const char *name = NULL;
-    double *loc = f->scratch;
-    for (int i = 0; i < f->terms.n; i++) {
-        const emn_term *tm = &f->terms.v[i];
-        emn_form_term_locals(f, tm, z, w, loc);
-        for (int a = 0; a < tm->m; a++) {
-            const emn_lmap *s = &f->slots.v[tm->slot[a]];
-            for (int q = 0; q < s->nc; q++) {
-                if (emn_lmap_ci(s)[q] != j) continue;
-                double v = fabs(emn_tmpl_eval_F(tm->tmpl, a, loc)) + fabs(emn_tmpl_eval_p(tm->tmpl, a, loc));
-                if (!isfinite(v)) v = INFINITY;
-                if (v > best) {
-                    best = v;
-                    name = S->c->elems.v[tm->elem].name;
-                }
-            }
-        }
-    }
-    return name;
 }
 
 /* A capacitance or inductance that has reached zero or gone negative, a
@@ -1495,14 +1507,9 @@ int emn_sim_tran(const emn_circuit *c, const emn_sim_opts *o, emn_diag *d, bool 
 
     int rc = emn_integ_start(it, 0, z0, p0);
     if (rc < 0) {
-        if (it->bad_coord >= 0 && it->bad_coord < f->n) {
-            emn_buf name = {0};
-            emn_form_coord_name(f, it->bad_coord, &name);
-            emn_diag_error(d, EMN_NOLOC, "%s formulation: %s; coordinate %s", form_name(f->kind), it->msg,
-                           name.v);
-            emn_buf_free(&name);
-        } else
-            emn_diag_error(d, EMN_NOLOC, "%s formulation: %s", form_name(f->kind), it->msg);
+        char head[640];
+        snprintf(head, sizeof head, "%s formulation: %s", form_name(f->kind), it->msg);
+        coord_error(&S, d, it->bad_coord, z0, it->w[0], head, "");
         status = EMN_EXIT_FAILED;
         goto done;
     }
@@ -1534,16 +1541,9 @@ int emn_sim_tran(const emn_circuit *c, const emn_sim_opts *o, emn_diag *d, bool 
         }
         rc = emn_integ_step(it, tstop);
         if (rc < 0) {
-            int j = it->bad_coord;
-            const char *el = j >= 0 ? dominant_element(&S, j, it->z[0], it->w[0]) : NULL;
-            if (j >= 0) {
-                emn_buf name = {0};
-                emn_form_coord_name(f, j, &name);
-                emn_diag_error(d, EMN_NOLOC, "%s formulation: %s; coordinate %s%s%s", form_name(f->kind), it->msg,
-                               name.v, el ? ", dominated by " : "", el ? el : "");
-                emn_buf_free(&name);
-            } else
-                emn_diag_error(d, EMN_NOLOC, "%s formulation: %s", form_name(f->kind), it->msg);
+            char head[640];
+            snprintf(head, sizeof head, "%s formulation: %s", form_name(f->kind), it->msg);
+            coord_error(&S, d, it->bad_coord, it->z[0], it->w[0], head, "");
             status = EMN_EXIT_FAILED;
             break;
         }

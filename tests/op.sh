@@ -169,6 +169,8 @@ for form in charge flux; do
     run_emnet -q -op -form $form "$NETS/mems_dc_pullin.cir"
     [ $rc -eq 3 ] && printf '%s\n' "$err" | grep -q 'x(plate)'
     ok $? "mems_dc_pullin $form: above pull-in, exit 3 naming x(plate)" "exit status $rc" "$err"
+    printf '%s\n' "$err" | grep -Eq '^[^ ]*mems_dc_pullin\.cir:[0-9]+:[0-9]+: error: .*dominated by '
+    ok $? "mems_dc_pullin $form: the error is at its element's line" "$err"
 done
 
 # Mass on a spring: k (x - x0) = f, the spring pushing back with -f.

@@ -319,6 +319,9 @@ cp "$top_srcdir/tests/netlists/robust/singular_yoke.cir" "$WORK/sing.cir"
 for form in charge flux; do
     run_emnet -q -tran -form $form -r p.raw -o p.csv sing.cir
     expect "singular Newton matrix ($form)" 3 "singular" "zero pivot" "coordinate x(a)"
+    # GCC style, at the element that dominates the coordinate's equation
+    grep -Eq '^sing\.cir:[0-9]+:[0-9]+: error: .*dominated by ' "$WORK/stderr"
+    ok $? "singular Newton matrix ($form): the error is at its element's line" "$(cat "$WORK/stderr")"
 done
 
 # Pull-in: C(x) leaves its range; the capacitor is named (exit 3 with output)
