@@ -1098,6 +1098,32 @@ static int word_value(emn_build *b, const inst *in, const emn_field *f, double *
  * parameters bound.  Returns NULL after recording an error.  A WORD's
  * number is built in the temporary arena: a grid deck has 10^5 of them,
  * and every caller keeps only the value of a constant. */
+/* Whether an expression's text s[0..n) writes a number with the m or M
+ * scale: its literals, found as the scanner finds them (lexer.l, NUMBER),
+ * a name's digits excepted. */
+static bool text_milli(const char *s, int n)
+{
+    for (int i = 0; i < n; i++) {
+        bool starts = isdigit((unsigned char)s[i]) || (s[i] == '.' && i + 1 < n && isdigit((unsigned char)s[i + 1]));
+        if (!starts || (i > 0 && (isalnum((unsigned char)s[i - 1]) || s[i - 1] == '_' || s[i - 1] == '.'))) continue;
+        int j = i;
+        while (j < n && (isdigit((unsigned char)s[j]) || s[j] == '.')) j++;
+        if (j < n && (s[j] == 'e' || s[j] == 'E')) {
+            int k = j + 1 + (j + 1 < n && (s[j + 1] == '+' || s[j + 1] == '-'));
+            if (k < n && isdigit((unsigned char)s[k])) {
+                j = k;
+                while (j < n && isdigit((unsigned char)s[j])) j++;
+            }
+        }
+        while (j < n && (isalnum((unsigned char)s[j]) || s[j] == '_' || s[j] == '.')) j++;
+        double v;
+        bool m;
+        if (parse_number(s + i, j - i, &v, &m) == 0 && m) return true;
+        i = j - 1;
+    }
+    return false;
+}
+
 static const emn_expr *value_expr(emn_build *b, const inst *in, const emn_field *f, unsigned allow,
                                   const char *who, bool *milli)
 {
@@ -1108,6 +1134,7 @@ static const emn_expr *value_expr(emn_build *b, const inst *in, const emn_field 
         return emn_expr_num(b->tmp, v);
     }
     if (f->kind == EMN_FIELD_EXPR) {
+        if (milli) *milli = text_milli(emn_build_text(f->loc), f->loc.len);
         vctx v = {b, in, who, allow, false};
         const emn_expr *e = emn_expr_subst(b->ar, f->expr, bind_leaf, &v);
         if (v.bad) return NULL;

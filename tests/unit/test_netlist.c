@@ -117,6 +117,11 @@ static void test_numbers(void)
     emn_circuit *c = rd("t\nR1 a 0 1M\nR2 a 0 1meg\nC1 a 0 1m\n");
     ok(c && d.nwarnings == 1 && has_msg("'m' means milli"), "numbers: 1M on a resistor warns once, 1m on C does not");
     emn_netlist_free(&c);
+    /* the same in an expression's literals, and not for meg, mil, a name
+     * with digits, or letters after an exponent (a unit) */
+    c = rd("t\nR1 a 0 {1M}\nR2 a 0 '2*.5m'\nR3 a 0 {1meg+1mil}\n.param r1m=3\nR4 a 0 {r1m}\nR5 a 0 {1e3m}\n");
+    ok(c && d.nwarnings == 2 && has_msg("'m' means milli"), "numbers: {1M} and '2*.5m' on resistors warn, the rest not");
+    emn_netlist_free(&c);
     c = rd("t\nR1 a 0 1k2x3.4\n");
     ok(!c && d.nerrors == 1 && d.v[0].loc.col == 10, "numbers: 1k2x3.4 is an error at the '2'");
     c = rd("t\nR1 a 0 1.2.3u\n");
