@@ -125,9 +125,9 @@ int emn_wave_prepare(emn_source *s, double tstep, double tstop, emn_diag *d,
         p[0] = s->args[0];
         p[1] = s->args[1];
         p[2] = arg(s, 2, 0.0, false);
-        p[3] = arg(s, 3, step, false);
+        p[3] = arg(s, 3, step, true);      /* 0 for TAU1, TD2, TAU2: the default, as SPICE */
         p[4] = arg(s, 4, p[2] + step, true);
-        p[5] = arg(s, 5, step, false);
+        p[5] = arg(s, 5, step, true);
         if (!(p[3] > 0)) return bad(d, s, el, "TAU1 must be positive");
         if (!(p[5] > 0)) return bad(d, s, el, "TAU2 must be positive");
         if (p[4] < p[2]) return bad(d, s, el, "TD2 must not be less than TD1");

@@ -349,6 +349,12 @@ static void test_exp(void)
     ok(prepare(&s, 1e-6, 1e-4, "I2") == 0, "exp defaults: prepare");
     ok_close(emn_wave_value(&s, 1e-6), 1 - exp(-1), 1e-14, "exp defaults: at TD2 = tstep");
     ok_close(emn_wave_value(&s, 2e-6), exp(-1) - exp(-2), 1e-14, "exp defaults: after TD2");
+    /* a 0 for TAU1, TD2 or TAU2 is its default, as in SPICE: the same wave */
+    double z[] = {0, 1, 0, 0, 0, 0};
+    s = make(EMN_WAVE_EXP, 6, z);
+    ok(prepare(&s, 1e-6, 1e-4, "I2") == 0, "exp zeros: prepare");
+    ok_close(emn_wave_value(&s, 1e-6), 1 - exp(-1), 1e-14, "exp zeros: at TD2 = tstep");
+    ok_close(emn_wave_value(&s, 2e-6), exp(-1) - exp(-2), 1e-14, "exp zeros: after TD2");
 }
 
 /* ------------------------------------------------------------ others */
@@ -372,7 +378,7 @@ static void test_dc_and_errors(void)
     ok(emn_wave_dc(&s) == -4 && emn_wave_value(&s, 0) == 1, "dc: DC value wins for the operating point");
 
     struct { emn_wave_kind k; int n; double v[8]; const char *name; const char *msg; } cases[] = {
-        {EMN_WAVE_EXP, 4, {0, 1, 0, 0}, "I3", "EXP of I3: TAU1 must be positive"},
+        {EMN_WAVE_EXP, 4, {0, 1, 0, -1e-6}, "I3", "EXP of I3: TAU1 must be positive"},
         {EMN_WAVE_EXP, 6, {0, 1, 0, 1e-6, 1e-6, -1}, "I3", "EXP of I3: TAU2 must be positive"},
         {EMN_WAVE_EXP, 6, {0, 1, 2e-6, 1e-6, 1e-6, 1e-6}, "I4", "EXP of I4: TD2 must not be less than TD1"},
         {EMN_WAVE_SIN, 3, {0, 1, -5}, "V5", "SIN of V5: FREQ must not be negative"},
