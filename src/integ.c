@@ -1181,7 +1181,12 @@ int emn_integ_step(emn_integ *it, double tlimit)
      * alone).  Far shorter for a nonlinear one, which refactors at every
      * step anyway. */
     if (it->npast == 0) {
-        h = fmin(it->o.hmax, fmin(it->next_bp, tlimit) - t) * (linear ? 0.1 : 1e-4);
+        /* No error test can judge this step (see below), so below the
+         * default reltol a linear circuit's is shortened as the square
+         * root of reltol: a first-order step's error, O(h^2), then
+         * shrinks with reltol.  A nonlinear one's is short already. */
+        double tight = linear ? fmin(1, sqrt(it->o.reltol / 1e-3)) : 1;
+        h = fmin(it->o.hmax, fmin(it->next_bp, tlimit) - t) * (linear ? 0.1 : 1e-4) * tight;
         if (linear) h = ladder(it, h, true);
     } else {
         h = it->hnext;

@@ -451,4 +451,30 @@ msg=$(printf '%s\n' "$out" | awk 'function c(k) { return cos(2 * sqrt(10 / (1 + 
     END { if (!found) { print "no row at t = 2"; exit 1 } }')
 ok $? "twin linkages: each oscillator keeps its own constant (x(a) - x(b) at t = 2 within 5%)" "$msg" "$err"
 
+# The first step, which no error test can judge (from rest the state and
+# its error are both O(h^2)), must not set a floor under the accuracy a
+# tight reltol asks for: an RC step response (tau = 1 ms) with the
+# absolute tolerances out of the way stays within 10 reltol of
+# 1 - exp(-t/tau) (it stopped at 1.5e-7 whatever reltol).
+cat >"$WORK/rc_tight.cir" <<'EOF'
+RC step at tight tolerances
+V1 in 0 DC 1
+R1 in out 1k
+C1 out 0 1u
+.options vntol=1e-14 chgtol=1e-22 abstol=1e-20
+.tran 0.1m 5m uic
+.print tran v(out)
+.end
+EOF
+for rt in 1e-8; do
+    for form in charge flux; do
+        run_emnet -q -tran -form $form -reltol $rt rc_tight.cir
+        msg=$(printf '%s\n' "$out" | awk -v rt=$rt 'NR > 1 { d = $2 - (1 - exp(-$1 / 1e-3)); if (d < 0) d = -d
+                                                 if (d > m) { m = d; at = $1 } }
+            END { if (m > 10 * rt) { printf "error %.3g at t = %s\n", m, at; exit 1 } }')
+        ok $([ $rc -eq 0 ] && [ -n "$out" ] && [ -z "$msg" ]; echo $?) \
+            "rc_tight $form, reltol $rt: within 10 reltol of the closed form" "exit status $rc" "$msg"
+    done
+done
+
 done_testing
