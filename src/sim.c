@@ -116,7 +116,6 @@ static int pot_find(int *up, double *pot, int x, double *p)
     return r;
 }
 
-
 /* .ic v(n) values that voltage sources contradict at t = 0: a node the
  * sources tie to ground has their voltage, and two tied to each other
  * differ by it. */
