@@ -2608,6 +2608,29 @@ void emn_form_inertia(const emn_form *f, bool *has)
     }
 }
 
+void emn_form_reads_rates(const emn_form *f, bool *reads)
+{
+    for (int j = 0; j < f->n; j++) reads[j] = false;
+    for (int q = 1; q <= 3; q += 2) {   /* dp/dw, dF/dw */
+        const emn_cmat *M = &f->lin[q];
+        for (int r = 0; r < M->nrows; r++) reads[M->rows[r]] = true;
+    }
+    /* a nonlinear term's row a reads rates if its momentum or force
+     * depends on locals m .. 2m - 1 */
+    for (int i = 0; i < f->nnonlinear; i++) {
+        const emn_term *tm = &f->terms.v[f->nonlinear[i]];
+        const emn_tmpl *t = tm->tmpl;
+        for (int a = 0; a < tm->m; a++) {
+            bool r = false;
+            for (int b = 0; b < tm->m && !r; b++)
+                r = emn_expr_depends(t->p[a], tm->m + b) || emn_expr_depends(t->F[a], tm->m + b);
+            if (!r) continue;
+            const emn_lmap *m = &f->slots.v[tm->slot[a]];
+            for (int q = 0; q < m->nc; q++) reads[emn_lmap_ci(m)[q]] = true;
+        }
+    }
+}
+
 /* How a term reads its slots, from its own Lagrangian, dissipation and
  * power: by their rates only (a resistor, a source's power, a capacitor
  * in the flux formulation, an inductor in the charge one); by the value

@@ -332,6 +332,12 @@ void emn_form_z_used(const emn_form *f, bool *used);
 /* has[j]: coordinate j's momentum reads velocities (a capacitor on a
  * node, an inductor in a loop, a mass), or a nonlinear term reaches it. */
 void emn_form_inertia(const emn_form *f, bool *has);
+/* reads[j]: coordinate j's equation (its momentum or its force) reads
+ * some velocity.  One that reads none (a node that only inductors and
+ * current sources meet, a spring without mass or damper) is a constraint
+ * on the coordinates' values: its velocity is only the integration
+ * formula's derivative of the value the constraint sets. */
+void emn_form_reads_rates(const emn_form *f, bool *reads);
 
 /* The branches that give an electrical coordinate's own value a size:
  * for a coordinate that only linear inductors (flux formulation) or linear
