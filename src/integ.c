@@ -19,6 +19,7 @@
 #include "util.h"
 #include "wave.h"
 
+#include <float.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -126,6 +127,13 @@ emn_integ *emn_integ_new(emn_form *f, const emn_integ_opts *o)
     it->src_next = emn_xcalloc((size_t)f->nsrc + 1, sizeof(double));
     it->inertia = emn_xcalloc(sz, sizeof(bool));
     emn_form_inertia(f, it->inertia);
+    it->zalg = emn_xcalloc(sz, sizeof(bool));
+    it->alg = emn_xcalloc(sz, sizeof(int));
+    emn_form_reads_rates(f, it->zalg);
+    for (int j = 0; j < n; j++) {
+        it->zalg[j] = it->zused[j] && !it->zalg[j];
+        if (it->zalg[j]) it->alg[it->nalg++] = j;
+    }
     it->vs_ptr = emn_xcalloc(sz + 1, sizeof(int));
     emn_form_value_slots(f, it->vs_ptr, &it->vs_slot);
     it->vs_try = emn_xcalloc((size_t)it->vs_ptr[n] + 1, sizeof(double));
@@ -178,6 +186,8 @@ void emn_integ_free(emn_integ **pit)
     free(it->hz); free(it->hp); free(it->w_right); free(it->F_right); free(it->w_abs); free(it->res_abs);
     free(it->zused);
     free(it->inertia);
+    free(it->zalg);
+    free(it->alg);
     free(it->halves);
     free(it->src_next);
     free(it->vs_ptr);
@@ -720,6 +730,30 @@ typedef struct lte_arrays {
     const double *y, *y1, *d, *d1, *d2, *sc;
 } lte_arrays;
 
+/* The tolerance of coordinate j of pass `pass`, ty0 for its value and
+ * ad0 for its rate (as lte_run), before trtol. */
+static inline __attribute__((always_inline)) double coord_tol(const lte_job *L, int pass, const lte_arrays *A,
+                                                              int j, double ty0, double ad0)
+{
+    const emn_integ *it = L->it;
+    const double *y = A->y, *y1 = A->y1, *d = A->d, *d1 = A->d1, *sc = A->sc;
+    double rt = it->o.reltol;
+    double dscale = fabs(d[j]) > fabs(d1[j]) ? fabs(d[j]) : fabs(d1[j]);
+    if (sc && sc[j] > dscale) dscale = sc[j];
+    double ty = ty0;
+    if (pass) ty += rt * (fabs(y[j]) > fabs(y1[j]) ? fabs(y[j]) : fabs(y1[j]));
+    /* on a restart's first-order step, whose error is O(h)
+     * against the motion test (h^2/2 dw/dt over h |w|), a
+     * coordinate read only as an inductor's flux or a
+     * capacitor's charge may also err by reltol of that branch,
+     * SPICE's measure: it comes once per breakpoint and does not
+     * pile up with the steps (on every step it would: a series
+     * RLC at reltol 1e-6 drifted 1.2e-4 of its peak) */
+    else if (L->s->order == 1 && it->vs_ptr[j + 1] > it->vs_ptr[j]) ty += rt * coord_size(it, j);
+    double td = L->h * (rt * dscale + ad0);
+    return ty > td ? ty : td;
+}
+
 /* Coordinate j of pass `pass`, tolerances ty0 for its value and ad0 for
  * its rate (as lte_run): *err and *worst raised if its ratio is the
  * largest yet. */
@@ -728,8 +762,8 @@ static inline __attribute__((always_inline)) void lte_coord(const lte_job *L, in
                                                             int *worst)
 {
     const emn_integ *it = L->it;
-    const double *y = A->y, *y1 = A->y1, *d = A->d, *d1 = A->d1, *d2 = A->d2, *sc = A->sc;
-    double h = L->h, k1 = L->k1, k2 = L->k2, rt = it->o.reltol, tr = it->o.trtol;
+    const double *d = A->d, *d1 = A->d1, *d2 = A->d2;
+    double k1 = L->k1, k2 = L->k2;
     /* A first-order step's estimate for z, h/2 |w - w1|, is the
      * change of the velocity over the step: for a cyclic coordinate
      * (nothing depends on its value, emn_form_z_used) that is no error
@@ -745,26 +779,18 @@ static inline __attribute__((always_inline)) void lte_coord(const lte_job *L, in
      * current follows the coil's velocity): an error that does not
      * shrink with the step, so the test would cut the step to nothing,
      * as SPICE, which tests only capacitors' and inductors' states,
-     * does not. */
-    if (!pass && !it->zused[j] && (L->s->order == 1 || !it->inertia[j])) return;
+     * does not.  A coordinate a constraint sets (zalg) is tested from
+     * its values instead (alg_ratio), and its momentum not at all: p
+     * and F read no velocity, so what error they have is its value's,
+     * and F is the constraint's residual, whose rounding at a zero
+     * crossing of the force (a sine's, at t = 1 s) the test took for an
+     * error of 10^4 tolerances. */
+    if (it->zalg[j] || (!pass && !it->zused[j] && (L->s->order == 1 || !it->inertia[j]))) return;
     double est = fabs(k1 * (d[j] - d1[j]) - (two ? k2 * (d1[j] - d2[j]) : 0));
-    double dscale = fabs(d[j]) > fabs(d1[j]) ? fabs(d[j]) : fabs(d1[j]);
-    if (sc && sc[j] > dscale) dscale = sc[j];
-    double ty = ty0;
-    if (pass) ty += rt * (fabs(y[j]) > fabs(y1[j]) ? fabs(y[j]) : fabs(y1[j]));
-    /* on a restart's first-order step, whose error is O(h)
-     * against the motion test (h^2/2 dw/dt over h |w|), a
-     * coordinate read only as an inductor's flux or a
-     * capacitor's charge may also err by reltol of that branch,
-     * SPICE's measure: it comes once per breakpoint and does not
-     * pile up with the steps (on every step it would: a series
-     * RLC at reltol 1e-6 drifted 1.2e-4 of its peak) */
-    else if (L->s->order == 1 && it->vs_ptr[j + 1] > it->vs_ptr[j]) ty += rt * coord_size(it, j);
-    double td = h * (rt * dscale + ad0);
     /* trtol multiplies every tolerance, as SPICE's does (a
      * multiple of the estimate's coefficients instead would turn
      * into infinities, and the test into NaN, at a tiny trtol) */
-    double tol = (ty > td ? ty : td) * tr;      /* > 0: every ad is */
+    double tol = coord_tol(L, pass, A, j, ty0, ad0) * it->o.trtol;     /* > 0: every ad is */
     if (est > *err * tol) {
         *err = est / tol;
         *worst = j;
@@ -842,7 +868,7 @@ static inline __attribute__((always_inline)) void lte_run(const lte_job *L, int 
 #ifdef LTE_V2
     if (as == 0 && (pass || L->s->order == 2)) {
         const double *y = A.y, *y1 = A.y1, *d = A.d, *d1 = A.d1, *d2 = A.d2, *sc = A.sc;
-        const bool *zu = it->zused, *in = it->inertia;
+        const bool *zu = it->zused, *in = it->inertia, *za = it->zalg;
         double rt = it->o.reltol;
         lte_v2 K1 = {L->k1, L->k1}, K2 = {L->k2, L->k2}, H = {L->h, L->h}, RT = {rt, rt};
         lte_v2 TR = {it->o.trtol, it->o.trtol}, TY = {ay[0], ay[0]}, AD = {ad[0], ad[0]};
@@ -852,8 +878,9 @@ static inline __attribute__((always_inline)) void lte_run(const lte_job *L, int 
             if (two) est -= K2 * (d1v - v2_at(d2 + j));
             est = v2_abs(est);
             /* a coordinate the z test skips (lte_coord) cannot raise it */
-            if (!pass) est = (lte_v2)((lte_m2)est & (lte_m2){-(long long)(zu[j] | in[j]),
-                                                             -(long long)(zu[j + 1] | in[j + 1])});
+            if (!pass) est = (lte_v2)((lte_m2)est & (lte_m2){-(long long)((zu[j] & !za[j]) | in[j]),
+                                                             -(long long)((zu[j + 1] & !za[j + 1]) | in[j + 1])});
+            else est = (lte_v2)((lte_m2)est & (lte_m2){-(long long)!za[j], -(long long)!za[j + 1]});
             lte_v2 dscale = v2_max(v2_abs(dv), v2_abs(d1v));
             lte_v2 ty = TY;
             if (pass) {
@@ -909,11 +936,18 @@ static void lte_half(void *arg, int half)
     lte_rows(L, half, j0, j1);
 }
 
+/* The error constant C of a step of order `order`: its local error is
+ * C h^(order+1) times the (order+1)th derivative. */
+static double lte_const(const emn_integ *it, int order)
+{
+    return order == 1 ? 0.5 : (it->o.method == EMN_METHOD_TRAP ? 1.0 / 12 : 2.0 / 9);
+}
+
 /* The test of a step of formula s and length h, ready to run: its
  * coefficients, and nothing found yet. */
 static void lte_setup(lte_job *L, const emn_integ *it, const step_formula *s, double h)
 {
-    double C = s->order == 1 ? 0.5 : (it->o.method == EMN_METHOD_TRAP ? 1.0 / 12 : 2.0 / 9);
+    double C = lte_const(it, s->order);
     /* est = |k1 (d - d1) - k2 (d1 - d2)|: h^2/2 y'' from two points, or
      * C h^3 y''' from three */
     double hp = it->h, k1, k2;
@@ -927,9 +961,72 @@ static void lte_setup(lte_job *L, const emn_integ *it, const step_formula *s, do
     *L = (lte_job){it, s, h, k1, k2, {{0, 0}, {0, 0}}, {{-1, -1}, {-1, -1}}, false};
 }
 
-/* What the halves found, in coordinate order (z's halves, then p's): the
- * error as a fraction of the tolerance (<= 1 accepts) and *worst, where
- * it is (unchanged if nothing erred at all). */
+/* The z test of the coordinates a constraint sets (zalg), raising *err
+ * and *worst.  Such a coordinate's value is exact to its constraint, and
+ * its velocity is the formula's derivative of the values: under the
+ * trapezoidal rule, w = 2 (z - z1) / h - w1 carries whatever error w1
+ * had into w with its sign flipped, step after step, undamped.  Measured
+ * from the velocities as lte_coord measures the others, that alternation
+ * is an error that does not shrink with the step, and where the velocity
+ * passes zero and its tolerance with it (a spring under a sine force, at
+ * the end of its travel) the test cut the step to nothing.  Measured
+ * from the values, the estimate is the one lte_coord makes of a smooth
+ * velocity, C h^(q+1) z^(q+1), from the divided difference of the trial
+ * value and the accepted ones since the last breakpoint.  The two steps
+ * after a breakpoint lack points for it and go untested, as the first
+ * step of all does: the restart keeps them short.  (The consistent slope
+ * at the breakpoint cannot stand in for a point: it is a difference
+ * quotient over a step of 1e-9 hmax, and the rounding of the values
+ * divided by that step would be the estimate.) */
+static void alg_ratio(const lte_job *L, double *err, int *worst)
+{
+    const emn_integ *it = L->it;
+    int q = L->s->order, N = q + 2;     /* points: the trial and N - 1 accepted */
+    int m = it->npast < it->since_bp ? it->npast : it->since_bp;
+    if (m + 2 < N) return;
+    /* the points' times from the step lengths, not the times
+     * themselves: near t = 1 s the difference of two times 1e-11 s apart
+     * keeps five digits */
+    double x[4] = {0, -L->h, -L->h - it->h, -L->h - it->h - it->hprev};
+    double C = lte_const(it, q), hq = q == 1 ? 2 * L->h * L->h : 6 * L->h * L->h * L->h;
+    lte_arrays A = {it->ztry, it->z[0], it->wtry, it->have_right ? it->w_right : it->w[0], NULL, NULL};
+    for (int k = 0; k < it->nalg; k++) {
+        int j = it->alg[k];
+        /* d: the divided differences; e: what the rounding of the
+         * values, each good to eps (|z| + |t z'|) as the time its
+         * constraint was evaluated at is good to eps t, makes of them */
+        double d[4], e[4], zmax = fabs(it->ztry[j]);
+        d[0] = it->ztry[j];
+        for (int i = 1; i < N; i++) {
+            d[i] = it->z[i - 1][j];
+            zmax = max_num(zmax, fabs(d[i]));
+        }
+        double rate = max_num(fabs(it->wtry[j]), fabs(A.d1[j]));
+        for (int i = 0; i < N; i++) e[i] = DBL_EPSILON * (zmax + (fabs(it->t) + L->h) * rate);
+        for (int o = 1; o < N; o++)
+            for (int i = 0; i + o < N; i++) {
+                d[i] = (d[i] - d[i + 1]) / (x[i] - x[i + o]);
+                e[i] = (e[i] + e[i + 1]) / fabs(x[i] - x[i + o]);
+            }
+        double est = fabs(C * hq * d[0]);
+        bool el = j < it->f->ne;
+        double ty0 = el ? it->etol[T_ZY] : it->tol_zy[j - it->f->ne];
+        double ad0 = el ? it->etol[T_ZD] : it->tol_zd[j - it->f->ne];
+        /* an estimate the rounding alone could make is no error: on the
+         * short steps that land on tstop near t = 1 s it was all there
+         * was */
+        double tol = coord_tol(L, 0, &A, j, ty0, ad0) * it->o.trtol + fabs(C * hq * e[0]);
+        if (est > *err * tol) {
+            *err = est / tol;
+            *worst = j;
+        }
+    }
+}
+
+/* What the halves found, in coordinate order (z's halves, then p's), and
+ * the test of the coordinates a constraint sets: the error as a fraction
+ * of the tolerance (<= 1 accepts) and *worst, where it is (unchanged if
+ * nothing erred at all). */
 static double lte_result(const lte_job *L, int *worst)
 {
     double err = 0;
@@ -939,6 +1036,7 @@ static double lte_result(const lte_job *L, int *worst)
                 err = L->err[pass][half];
                 *worst = L->worst[pass][half];
             }
+    if (L->it->nalg > 0) alg_ratio(L, &err, worst);
     return err;
 }
 

@@ -77,6 +77,11 @@ typedef struct emn_integ {
     bool have_right;
     bool *zused;            /* coordinates whose own value matters (emn_form_z_used) */
     bool *inertia;          /* coordinates whose momentum reads velocities (emn_form_inertia) */
+    /* coordinates whose value matters and whose equation reads no
+     * velocity (emn_form_reads_rates): a constraint sets each one's
+     * value, and its velocity is the formula's derivative of that */
+    bool *zalg;
+    int *alg, nalg;
     /* the branches that give a coordinate's value a size
      * (emn_form_value_slots), and |value| of each at the trial point and
      * at the last accepted one */
