@@ -130,9 +130,13 @@ emn_integ *emn_integ_new(emn_form *f, const emn_integ_opts *o)
     it->zalg = emn_xcalloc(sz, sizeof(bool));
     it->alg = emn_xcalloc(sz, sizeof(int));
     emn_form_reads_rates(f, it->zalg);
+    it->ztest = emn_xcalloc(sz, sizeof(bool));
+    it->ptest = emn_xcalloc(sz, sizeof(bool));
     for (int j = 0; j < n; j++) {
         it->zalg[j] = it->zused[j] && !it->zalg[j];
         if (it->zalg[j]) it->alg[it->nalg++] = j;
+        it->ztest[j] = !it->zalg[j] && (it->zused[j] || it->inertia[j]);
+        it->ptest[j] = !it->zalg[j];
     }
     it->vs_ptr = emn_xcalloc(sz + 1, sizeof(int));
     emn_form_value_slots(f, it->vs_ptr, &it->vs_slot);
@@ -187,6 +191,8 @@ void emn_integ_free(emn_integ **pit)
     free(it->zused);
     free(it->inertia);
     free(it->zalg);
+    free(it->ztest);
+    free(it->ptest);
     free(it->alg);
     free(it->halves);
     free(it->src_next);
@@ -868,7 +874,8 @@ static inline __attribute__((always_inline)) void lte_run(const lte_job *L, int 
 #ifdef LTE_V2
     if (as == 0 && (pass || L->s->order == 2)) {
         const double *y = A.y, *y1 = A.y1, *d = A.d, *d1 = A.d1, *d2 = A.d2, *sc = A.sc;
-        const bool *zu = it->zused, *in = it->inertia, *za = it->zalg;
+        const bool *zt = it->ztest, *pt = it->ptest;
+        bool pmask = pass && it->nalg > 0;     /* else every p is tested */
         double rt = it->o.reltol;
         lte_v2 K1 = {L->k1, L->k1}, K2 = {L->k2, L->k2}, H = {L->h, L->h}, RT = {rt, rt};
         lte_v2 TR = {it->o.trtol, it->o.trtol}, TY = {ay[0], ay[0]}, AD = {ad[0], ad[0]};
@@ -878,9 +885,8 @@ static inline __attribute__((always_inline)) void lte_run(const lte_job *L, int 
             if (two) est -= K2 * (d1v - v2_at(d2 + j));
             est = v2_abs(est);
             /* a coordinate the z test skips (lte_coord) cannot raise it */
-            if (!pass) est = (lte_v2)((lte_m2)est & (lte_m2){-(long long)((zu[j] & !za[j]) | in[j]),
-                                                             -(long long)((zu[j + 1] & !za[j + 1]) | in[j + 1])});
-            else est = (lte_v2)((lte_m2)est & (lte_m2){-(long long)!za[j], -(long long)!za[j + 1]});
+            if (!pass) est = (lte_v2)((lte_m2)est & (lte_m2){-(long long)zt[j], -(long long)zt[j + 1]});
+            else if (pmask) est = (lte_v2)((lte_m2)est & (lte_m2){-(long long)pt[j], -(long long)pt[j + 1]});
             lte_v2 dscale = v2_max(v2_abs(dv), v2_abs(d1v));
             lte_v2 ty = TY;
             if (pass) {

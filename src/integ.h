@@ -82,6 +82,10 @@ typedef struct emn_integ {
      * value, and its velocity is the formula's derivative of that */
     bool *zalg;
     int *alg, nalg;
+    /* what the paired error test reads: whether a second-order step's z
+     * test takes coordinate j (neither zalg, nor unused and inertialess),
+     * and whether the p test does (not zalg) */
+    bool *ztest, *ptest;
     /* the branches that give a coordinate's value a size
      * (emn_form_value_slots), and |value| of each at the trial point and
      * at the last accepted one */
