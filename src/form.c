@@ -2631,6 +2631,21 @@ void emn_form_reads_rates(const emn_form *f, bool *reads)
     }
 }
 
+void emn_form_momentum_const(const emn_form *f, bool *konst)
+{
+    for (int j = 0; j < f->n; j++) konst[j] = true;
+    /* slot a's momentum reaches the coordinates of its map; a source's
+     * slot has none */
+    for (int i = 0; i < f->terms.n; i++) {
+        const emn_term *tm = &f->terms.v[i];
+        for (int a = 0; a < tm->m; a++) {
+            if (emn_expr_is_const(tm->tmpl->p[a], NULL)) continue;
+            const emn_lmap *m = &f->slots.v[tm->slot[a]];
+            for (int q = 0; q < m->nc; q++) konst[emn_lmap_ci(m)[q]] = false;
+        }
+    }
+}
+
 /* How a term reads its slots, from its own Lagrangian, dissipation and
  * power: by their rates only (a resistor, a source's power, a capacitor
  * in the flux formulation, an inductor in the charge one); by the value

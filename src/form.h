@@ -338,6 +338,11 @@ void emn_form_inertia(const emn_form *f, bool *has);
  * on the coordinates' values: its velocity is only the integration
  * formula's derivative of the value the constraint sets. */
 void emn_form_reads_rates(const emn_form *f, bool *reads);
+/* konst[j]: coordinate j's momentum is a constant (0 for a loop with no
+ * inductor or coil, a node with no capacitor, a massless mechanical
+ * node): no term's momentum reads a coordinate, a velocity or time.
+ * Its Lagrange equation is then the algebraic 0 = F_j. */
+void emn_form_momentum_const(const emn_form *f, bool *konst);
 
 /* The branches that give an electrical coordinate's own value a size:
  * for a coordinate that only linear inductors (flux formulation) or linear

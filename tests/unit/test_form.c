@@ -1059,6 +1059,57 @@ static void value_slots(void)
     emn_netlist_free(&c);
 }
 
+/* emn_form_momentum_const: which coordinates' momenta are a constant, so
+ * that their equations are algebraic (the integrator's history leaves
+ * their past F out).  Charge: loop R1 (V1, R1, C1(x)) has only a
+ * capacitor; R2's has L2, R3's the moving coil T1, whose momentum T x
+ * reads the plate.  Flux: node b has no capacitor; a has C1(x).  In both,
+ * m has a mass, k (a spring and a damper) none. */
+static void momentum_const(void)
+{
+    static const char net[] =
+        "mc\n"
+        "V1 in 0 1\n"
+        "R1 in a 1\n"
+        "C1 a 0 C='1u/(1-x(m))'\n"
+        "R2 a b 1\n"
+        "L2 b 0 1m\n"
+        "R3 a c 1\n"
+        "T1 c 0 m 0 2\n"
+        "M1 m 1\n"
+        "S1 m 0 1\n"
+        "S2 m k 3\n"
+        "D2 k 0 0.5\n";
+    static const struct { emn_form_kind kind; const char *name; bool konst; } want[] = {
+        {EMN_FORM_CHARGE, "loop r1", true},  {EMN_FORM_CHARGE, "loop r2", false},
+        {EMN_FORM_CHARGE, "loop r3", false}, {EMN_FORM_CHARGE, "x(m)", false},
+        {EMN_FORM_CHARGE, "x(k)", true},     {EMN_FORM_FLUX, "lambda(a)", false},
+        {EMN_FORM_FLUX, "lambda(b)", true},  {EMN_FORM_FLUX, "x(m)", false},
+        {EMN_FORM_FLUX, "x(k)", true},
+    };
+    emn_circuit *c = rd(net);
+    for (int form = 0; form < 2; form++) {
+        emn_form_kind kind = form ? EMN_FORM_FLUX : EMN_FORM_CHARGE;
+        const char *fname = form ? "flux" : "charge";
+        emn_form *f = c ? emn_form_build(c, kind, &d) : NULL;
+        if (!ok(f != NULL, "momentum_const: %s formulation builds", fname)) {
+            show_msgs();
+            continue;
+        }
+        bool *konst = emn_xcalloc((size_t)f->n + 1, sizeof(bool));
+        emn_form_momentum_const(f, konst);
+        for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+            if (want[i].kind != kind) continue;
+            int j = coord_index(f, want[i].name);
+            ok(j >= 0 && konst[j] == want[i].konst, "momentum_const %s: %s's momentum is %s", fname,
+               want[i].name, want[i].konst ? "a constant" : "not a constant");
+        }
+        free(konst);
+        emn_form_free(&f);
+    }
+    emn_netlist_free(&c);
+}
+
 /* The same for AddressSanitizer builds, whose allocator fills with 0xbe. */
 const char *__asan_default_options(void);
 const char *__asan_default_options(void) { return "malloc_fill_byte=0"; }
@@ -1526,6 +1577,7 @@ int main(void)
     }
     for (size_t i = 0; i < sizeof bad_cases / sizeof bad_cases[0]; i++) run_bad(&bad_cases[i]);
     value_slots();
+    momentum_const();
     duals();
     pattern();
     big_network();
