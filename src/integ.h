@@ -86,6 +86,7 @@ typedef struct emn_integ {
      * test takes coordinate j (neither zalg, nor unused and inertialess),
      * and whether the p test does (not zalg) */
     bool *ztest, *ptest;
+    int *pconst, npconst;   /* coordinates whose momentum is a constant (emn_form_momentum_const) */
     /* the branches that give a coordinate's value a size
      * (emn_form_value_slots), and |value| of each at the trial point and
      * at the last accepted one */
