@@ -138,8 +138,11 @@ emn_integ *emn_integ_new(emn_form *f, const emn_integ_opts *o)
         it->ztest[j] = !it->zalg[j] && (it->zused[j] || it->inertia[j]);
         it->ptest[j] = !it->zalg[j];
     }
+    /* (a linear step solves exactly: what F its constant-momentum rows
+     * keep is rounding, and leaving it in costs a pass over a grid's
+     * resistive nodes at every step) */
     bool *konst = emn_xcalloc(sz, sizeof(bool));
-    emn_form_momentum_const(f, konst);
+    if (!emn_form_is_linear(f)) emn_form_momentum_const(f, konst);
     for (int j = 0; j < n; j++) it->npconst += konst[j];
     it->pconst = emn_xcalloc((size_t)it->npconst + 1, sizeof(int));
     for (int j = 0, k = 0; j < n; j++) if (konst[j]) it->pconst[k++] = j;
