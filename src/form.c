@@ -2588,47 +2588,38 @@ void emn_form_z_used(const emn_form *f, bool *used)
     }
 }
 
-void emn_form_inertia(const emn_form *f, bool *has)
+/* Coordinates a velocity reaches: through the momentum (dp/dw, and a
+ * nonlinear term's p[a] reading locals m .. 2m - 1), and with `force`
+ * through the force too (dF/dw, F[a]). */
+static void reached_by_rates(const emn_form *f, bool force, bool *out)
 {
-    for (int j = 0; j < f->n; j++) has[j] = false;
-    const emn_cmat *M = &f->lin[1];     /* dp/dw */
-    for (int r = 0; r < M->nrows; r++) has[M->rows[r]] = true;
-    /* a nonlinear term's momentum for slot a reads rates if p[a] depends
-     * on locals m .. 2m - 1 */
+    for (int j = 0; j < f->n; j++) out[j] = false;
+    for (int q = 1; q <= (force ? 3 : 1); q += 2) {     /* dp/dw, dF/dw */
+        const emn_cmat *M = &f->lin[q];
+        for (int r = 0; r < M->nrows; r++) out[M->rows[r]] = true;
+    }
     for (int i = 0; i < f->nnonlinear; i++) {
         const emn_term *tm = &f->terms.v[f->nonlinear[i]];
         const emn_tmpl *t = tm->tmpl;
         for (int a = 0; a < tm->m; a++) {
             bool reads = false;
-            for (int b = 0; b < tm->m && !reads; b++) reads = emn_expr_depends(t->p[a], tm->m + b);
+            for (int b = 0; b < tm->m && !reads; b++)
+                reads = emn_expr_depends(t->p[a], tm->m + b) || (force && emn_expr_depends(t->F[a], tm->m + b));
             if (!reads) continue;
             const emn_lmap *m = &f->slots.v[tm->slot[a]];
-            for (int q = 0; q < m->nc; q++) has[emn_lmap_ci(m)[q]] = true;
+            for (int q = 0; q < m->nc; q++) out[emn_lmap_ci(m)[q]] = true;
         }
     }
 }
 
+void emn_form_inertia(const emn_form *f, bool *has)
+{
+    reached_by_rates(f, false, has);
+}
+
 void emn_form_reads_rates(const emn_form *f, bool *reads)
 {
-    for (int j = 0; j < f->n; j++) reads[j] = false;
-    for (int q = 1; q <= 3; q += 2) {   /* dp/dw, dF/dw */
-        const emn_cmat *M = &f->lin[q];
-        for (int r = 0; r < M->nrows; r++) reads[M->rows[r]] = true;
-    }
-    /* a nonlinear term's row a reads rates if its momentum or force
-     * depends on locals m .. 2m - 1 */
-    for (int i = 0; i < f->nnonlinear; i++) {
-        const emn_term *tm = &f->terms.v[f->nonlinear[i]];
-        const emn_tmpl *t = tm->tmpl;
-        for (int a = 0; a < tm->m; a++) {
-            bool r = false;
-            for (int b = 0; b < tm->m && !r; b++)
-                r = emn_expr_depends(t->p[a], tm->m + b) || emn_expr_depends(t->F[a], tm->m + b);
-            if (!r) continue;
-            const emn_lmap *m = &f->slots.v[tm->slot[a]];
-            for (int q = 0; q < m->nc; q++) reads[emn_lmap_ci(m)[q]] = true;
-        }
-    }
+    reached_by_rates(f, true, reads);
 }
 
 void emn_form_momentum_const(const emn_form *f, bool *konst)
