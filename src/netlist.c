@@ -1094,10 +1094,6 @@ static int word_value(emn_build *b, const inst *in, const emn_field *f, double *
     return -1;
 }
 
-/* The value of a field: a number, a parameter, or an expression with its
- * parameters bound.  Returns NULL after recording an error.  A WORD's
- * number is built in the temporary arena: a grid deck has 10^5 of them,
- * and every caller keeps only the value of a constant. */
 /* Whether an expression's text s[0..n) writes a number with the m or M
  * scale: its literals, found as the scanner finds them (lexer.l, NUMBER),
  * a name's digits excepted. */
@@ -1124,6 +1120,10 @@ static bool text_milli(const char *s, int n)
     return false;
 }
 
+/* The value of a field: a number, a parameter, or an expression with its
+ * parameters bound.  Returns NULL after recording an error.  A WORD's
+ * number is built in the temporary arena: a grid deck has 10^5 of them,
+ * and every caller keeps only the value of a constant. */
 static const emn_expr *value_expr(emn_build *b, const inst *in, const emn_field *f, unsigned allow,
                                   const char *who, bool *milli)
 {
