@@ -116,6 +116,19 @@ static int pot_find(int *up, double *pot, int x, double *p)
     return r;
 }
 
+/* Tie node a to node b so that v(a) - v(b) = drop; when they are tied
+ * already, how far their potentials miss drop (0 otherwise). */
+static double pot_join(int *up, double *pot, int a, int b, double drop)
+{
+    double pa, pb;
+    a = pot_find(up, pot, a, &pa);
+    b = pot_find(up, pot, b, &pb);
+    if (a == b) return pa - pb - drop;
+    up[a] = b;
+    pot[a] = drop - pa + pb;
+    return 0;
+}
+
 /* .ic v(n) values that voltage sources contradict at t = 0: a node the
  * sources tie to ground has their voltage, and two tied to each other
  * differ by it. */
@@ -134,13 +147,9 @@ static int ic_held(const emn_circuit *c, emn_diag *d)
     for (int i = 0; i < c->elems.n; i++) {
         const emn_elem *e = &c->elems.v[i];
         if (e->kind != EMN_V) continue;
-        double drop = emn_wave_value(e->src, 0), pa, pb;
-        int a = pot_find(up, pot, e->node[0], &pa), b = pot_find(up, pot, e->node[1], &pb);
+        double drop = emn_wave_value(e->src, 0);
         big = fmax(big, fabs(drop));
-        if (a != b) {           /* a loop of sources is refused when the netlist is read */
-            up[a] = b;
-            pot[a] = drop - pa + pb;
-        }
+        pot_join(up, pot, e->node[0], e->node[1], drop);   /* a loop of sources is refused on reading */
     }
     double pg;
     int g = pot_find(up, pot, 0, &pg);
@@ -1184,15 +1193,11 @@ static int loop_steady(const emn_circuit *c, emn_diag *d)
         const emn_elem *e = &c->elems.v[i];
         if (e->kind != EMN_L && e->kind != EMN_V) continue;
         double drop = e->kind == EMN_V ? emn_wave_dc(e->src) : 0;     /* v(n+) - v(n-) */
-        double pa, pb;
-        int a = pot_find(up, pot, e->node[0], &pa), b = pot_find(up, pot, e->node[1], &pb);
-        if (a != b) {
-            up[a] = b;
-            pot[a] = drop - pa + pb;
-        } else if (fabs(pa - pb - drop) > 1e-12 * big) {
+        double miss = pot_join(up, pot, e->node[0], e->node[1], drop);
+        if (fabs(miss) > 1e-12 * big) {
             emn_diag_error(d, e->loc, "operating point: no steady state: %s closes a loop of inductors and voltage "
                            "sources with %g V around it at DC, so the loop's current grows without end", e->name,
-                           fabs(pa - pb - drop));
+                           fabs(miss));
             status = -1;
         }
     }
