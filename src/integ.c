@@ -131,12 +131,10 @@ emn_integ *emn_integ_new(emn_form *f, const emn_integ_opts *o)
     it->alg = emn_xcalloc(sz, sizeof(int));
     emn_form_reads_rates(f, it->zalg);
     it->ztest = emn_xcalloc(sz, sizeof(bool));
-    it->ptest = emn_xcalloc(sz, sizeof(bool));
     for (int j = 0; j < n; j++) {
         it->zalg[j] = it->zused[j] && !it->zalg[j];
         if (it->zalg[j]) it->alg[it->nalg++] = j;
         it->ztest[j] = !it->zalg[j] && (it->zused[j] || it->inertia[j]);
-        it->ptest[j] = !it->zalg[j];
     }
     /* (a linear step solves exactly: what F its constant-momentum rows
      * keep is rounding, and leaving it in costs a pass over a grid's
@@ -201,7 +199,6 @@ void emn_integ_free(emn_integ **pit)
     free(it->inertia);
     free(it->zalg);
     free(it->ztest);
-    free(it->ptest);
     free(it->alg);
     free(it->pconst);
     free(it->halves);
@@ -912,7 +909,7 @@ static inline __attribute__((always_inline)) void lte_run(const lte_job *L, int 
 #ifdef LTE_V2
     if (as == 0 && (pass || L->s->order == 2)) {
         const double *y = A.y, *y1 = A.y1, *d = A.d, *d1 = A.d1, *d2 = A.d2, *sc = A.sc;
-        const bool *zt = it->ztest, *pt = it->ptest;
+        const bool *zt = it->ztest, *za = it->zalg;
         bool pmask = pass && it->nalg > 0;     /* else every p is tested */
         double rt = it->o.reltol;
         lte_v2 K1 = {L->k1, L->k1}, K2 = {L->k2, L->k2}, H = {L->h, L->h}, RT = {rt, rt};
@@ -924,7 +921,7 @@ static inline __attribute__((always_inline)) void lte_run(const lte_job *L, int 
             est = v2_abs(est);
             /* a coordinate the z test skips (lte_coord) cannot raise it */
             if (!pass) est = (lte_v2)((lte_m2)est & (lte_m2){-(long long)zt[j], -(long long)zt[j + 1]});
-            else if (pmask) est = (lte_v2)((lte_m2)est & (lte_m2){-(long long)pt[j], -(long long)pt[j + 1]});
+            else if (pmask) est = (lte_v2)((lte_m2)est & (lte_m2){(long long)za[j] - 1, (long long)za[j + 1] - 1});
             lte_v2 dscale = v2_max(v2_abs(dv), v2_abs(d1v));
             lte_v2 ty = TY;
             if (pass) {
@@ -978,6 +975,18 @@ static void lte_half(void *arg, int half)
     int j0, j1;
     half_range(L->it, half, &j0, &j1);
     lte_rows(L, half, j0, j1);
+}
+
+/* Coordinate j's absolute tolerances for its value and for its rate:
+ * its kind's if it is electrical, its own if mechanical. */
+static inline double abs_tol_zy(const emn_integ *it, int j)
+{
+    return j < it->f->ne ? it->etol[T_ZY] : it->tol_zy[j - it->f->ne];
+}
+
+static inline double abs_tol_zd(const emn_integ *it, int j)
+{
+    return j < it->f->ne ? it->etol[T_ZD] : it->tol_zd[j - it->f->ne];
 }
 
 /* The error constant C of a step of order `order`: its local error is
@@ -1053,13 +1062,11 @@ static void alg_ratio(const lte_job *L, double *err, int *worst)
                 e[i] = (e[i] + e[i + 1]) / fabs(x[i] - x[i + o]);
             }
         double est = fabs(C * hq * d[0]);
-        bool el = j < it->f->ne;
-        double ty0 = el ? it->etol[T_ZY] : it->tol_zy[j - it->f->ne];
-        double ad0 = el ? it->etol[T_ZD] : it->tol_zd[j - it->f->ne];
         /* an estimate the rounding alone could make is no error: on the
          * short steps that land on tstop near t = 1 s it was all there
          * was */
-        double tol = coord_tol(L, 0, &A, j, ty0, ad0) * it->o.trtol + fabs(C * hq * e[0]);
+        double tol = coord_tol(L, 0, &A, j, abs_tol_zy(it, j), abs_tol_zd(it, j)) * it->o.trtol +
+                     fabs(C * hq * e[0]);
         if (est > *err * tol) {
             *err = est / tol;
             *worst = j;
@@ -1175,12 +1182,11 @@ static void alg_rates(emn_integ *it)
     bool two = it->order == 2 && it->since_bp >= 2 && hp > 0;
     double c0 = two ? (2 * h + hp) / (h * (h + hp)) : 1 / h, c1 = two ? -(h + hp) / (h * hp) : -1 / h;
     double c2 = two ? h / (hp * (h + hp)) : 0;
-    int ne = it->f->ne;
     for (int k = 0; k < it->nalg; k++) {
         int j = it->alg[k];
         double wb = c0 * it->z[0][j] + c1 * it->z[1][j] + (two ? c2 * it->z[2][j] : 0), wt = it->w[0][j];
         double d = fabs(wt - wb);
-        if (d > 0.5 * (fabs(wt) + fabs(wb)) && d > (j < ne ? it->etol[T_ZD] : it->tol_zd[j - ne]))
+        if (d > 0.5 * (fabs(wt) + fabs(wb)) && d > abs_tol_zd(it, j))
             it->w[0][j] = wb;
     }
 }

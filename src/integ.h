@@ -82,10 +82,10 @@ typedef struct emn_integ {
      * value, and its velocity is the formula's derivative of that */
     bool *zalg;
     int *alg, nalg;
-    /* what the paired error test reads: whether a second-order step's z
-     * test takes coordinate j (neither zalg, nor unused and inertialess),
-     * and whether the p test does (not zalg) */
-    bool *ztest, *ptest;
+    /* whether a second-order step's paired z test takes coordinate j
+     * (neither zalg, nor unused and inertialess); the p test takes all
+     * but zalg */
+    bool *ztest;
     int *pconst, npconst;   /* coordinates whose momentum is a constant (emn_form_momentum_const) */
     /* the branches that give a coordinate's value a size
      * (emn_form_value_slots), and |value| of each at the trial point and
