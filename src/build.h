@@ -35,6 +35,7 @@ struct emn_field {
     int nargs;                  /* CALL */
     emn_loc loc;                /* WORD, STRING: the token; CALL: the name; ASSIGN: the key */
     const emn_expr *expr;       /* EXPR */
+    bool milli;                 /* EXPR: a number in it has the m or M scale (the 1M trap) */
     emn_field *args;            /* CALL: first argument (linked by next) */
     emn_field *key, *value;     /* ASSIGN */
     emn_field *next;            /* the next field of a list */

@@ -222,6 +222,7 @@ struct emn_build {
     int cur_nodes;              /* the card's node fields, for map_prefetch */
     emn_flist cur;
     bool card_bad;
+    bool expr_milli;            /* the expression being parsed has an m or M number (emn_build_num) */
     /* reading */
     cardlist top;
     subckt *open;               /* innermost .subckt being defined */
@@ -468,6 +469,7 @@ static int top_terminals(const emn_build *b, emn_loc name);
 void emn_build_card_begin(emn_build *b, emn_loc name)
 {
     b->card_mark = emn_arena_get_mark(b->tmp);
+    b->expr_milli = false;      /* nothing left from a card dropped mid-expression */
     b->cur_loc = name;
     b->cur = (emn_flist){0};
     b->cur_nodes = top_terminals(b, name);
@@ -514,6 +516,8 @@ emn_field *emn_build_exprfield(emn_build *b, const emn_expr *e, emn_loc loc)
 {
     emn_field *f = new_field(b, EMN_FIELD_EXPR, loc);
     f->expr = e;
+    f->milli = b->expr_milli;
+    b->expr_milli = false;
     return f;
 }
 
@@ -556,7 +560,9 @@ emn_flist *emn_build_arg(emn_build *b, emn_flist *l, emn_field *f)
 const emn_expr *emn_build_num(emn_build *b, emn_loc loc)
 {
     double v = 0;
-    number_at(b, loc, &v, NULL);
+    bool m = false;
+    number_at(b, loc, &v, &m);
+    b->expr_milli |= m;
     return emn_expr_num(b->ar, v);
 }
 
@@ -1094,32 +1100,6 @@ static int word_value(emn_build *b, const inst *in, const emn_field *f, double *
     return -1;
 }
 
-/* Whether an expression's text s[0..n) writes a number with the m or M
- * scale: its literals, found as the scanner finds them (lexer.l, NUMBER),
- * a name's digits excepted. */
-static bool text_milli(const char *s, int n)
-{
-    for (int i = 0; i < n; i++) {
-        bool starts = isdigit((unsigned char)s[i]) || (s[i] == '.' && i + 1 < n && isdigit((unsigned char)s[i + 1]));
-        if (!starts || (i > 0 && (isalnum((unsigned char)s[i - 1]) || s[i - 1] == '_' || s[i - 1] == '.'))) continue;
-        int j = i;
-        while (j < n && (isdigit((unsigned char)s[j]) || s[j] == '.')) j++;
-        if (j < n && (s[j] == 'e' || s[j] == 'E')) {
-            int k = j + 1 + (j + 1 < n && (s[j + 1] == '+' || s[j + 1] == '-'));
-            if (k < n && isdigit((unsigned char)s[k])) {
-                j = k;
-                while (j < n && isdigit((unsigned char)s[j])) j++;
-            }
-        }
-        while (j < n && (isalnum((unsigned char)s[j]) || s[j] == '_' || s[j] == '.')) j++;
-        double v;
-        bool m;
-        if (parse_number(s + i, j - i, &v, &m) == 0 && m) return true;
-        i = j - 1;
-    }
-    return false;
-}
-
 /* The value of a field: a number, a parameter, or an expression with its
  * parameters bound.  Returns NULL after recording an error.  A WORD's
  * number is built in the temporary arena: a grid deck has 10^5 of them,
@@ -1134,7 +1114,7 @@ static const emn_expr *value_expr(emn_build *b, const inst *in, const emn_field 
         return emn_expr_num(b->tmp, v);
     }
     if (f->kind == EMN_FIELD_EXPR) {
-        if (milli) *milli = text_milli(emn_build_text(f->loc), f->loc.len);
+        if (milli) *milli = f->milli;
         vctx v = {b, in, who, allow, false};
         const emn_expr *e = emn_expr_subst(b->ar, f->expr, bind_leaf, &v);
         if (v.bad) return NULL;
