@@ -1269,6 +1269,21 @@ int emn_integ_start(emn_integ *it, double t0, const double *z0, const double *p0
     return 0;
 }
 
+int emn_integ_probe(emn_integ *it, double *z1, double *h)
+{
+    int n = it->n;
+    double t0 = it->t, dt = fmin(it->o.hmax, it->o.tstop) * 1e-9;
+    if (!(dt > 0)) dt = 1e-18;
+    for (int j = 0; j < n; j++) z1[j] = it->z[0][j] + dt * it->w[0][j];
+    emn_form_set_time(it->f, t0 + dt);
+    int bad = -1;
+    /* p at the first point, into ptry: consistent_w reads it before its
+     * Newton iteration writes there */
+    if (emn_form_eval(it->f, z1, it->w[0], it->ptry, it->Ftry, NULL, &bad)) return 1;
+    *h = dt;
+    return consistent_w(it, t0 + dt, z1, it->ptry, it->w[0]);
+}
+
 /* True if p and F are finite at the last accepted state and time t; on
  * failure it->nan_coord is a coordinate where they are not. */
 static bool state_finite(emn_integ *it, double t)

@@ -126,6 +126,17 @@ void emn_integ_lu_stats(const emn_integ *it, long *factors, long *refactors);
  */
 int emn_integ_start(emn_integ *it, double t0, const double *z0, const double *p0);
 
+/*
+ * Right after emn_integ_start: the state two steps of negligible length h
+ * later, for difference quotients at the start that no step of the run
+ * resolves when it is longer than the circuit's fastest time constant.
+ * The first point is z1 = z0 + h w0 with w0 at t0 + h (into z1, n long);
+ * the second, a consistent step from it, is it->ztry and it->wtry at
+ * t0 + 2 h.  The accepted state is left as it was; the formulation's time
+ * is left at t0 + 2 h.  Returns 0, or 1 if the step did not converge.
+ */
+int emn_integ_probe(emn_integ *it, double *z1, double *h);
+
 /* Take one accepted step, not past tlimit.  Returns 0 or a failure code. */
 int emn_integ_step(emn_integ *it, double tlimit);
 

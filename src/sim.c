@@ -1421,6 +1421,40 @@ static void integrate_energy(sim *S)
     }
 }
 
+/* The duals' rates at the start, the difference quotient over two steps
+ * of negligible length after it (emn_integ_probe), or NULL if that step
+ * fails.  The run's first steps cannot stand in for them: the first is
+ * accepted untested, and where it is longer than the fastest time
+ * constant a parabola through the first points put an inductor's L di/dt
+ * at a third of its value on the row of t = 0 (the charge formulation, a
+ * 10 ns L/R behind a current source ramping from zero, hmax 10 us).  The
+ * duals at the start, pi0 and Fs0, are put back into S->pi and S->Fs. */
+static double *start_rates(sim *S, const double *pi0, const double *Fs0)
+{
+    if (S->ndsl == 0) return NULL;
+    emn_integ *it = S->it;
+    size_t ns = (size_t)S->f->slots.n;
+    double t0 = it->t, h = 0;
+    double *z1 = emn_xmalloc((size_t)S->f->n * sizeof(double) + 1);
+    double *r = NULL;
+    if (emn_integ_probe(it, z1, &h) == 0) {
+        r = emn_xcalloc(ns + 1, sizeof(double));
+        branch_duals(S, it->ztry, it->wtry);        /* at t0 + 2 h */
+        for (int k = 0; k < S->ndsl; k++) r[S->dsl[k]] = S->pi[S->dsl[k]];
+        emn_form_set_time(S->f, t0 + h);
+        branch_duals(S, z1, it->w[0]);
+        for (int k = 0; k < S->ndsl; k++) {
+            int sl = S->dsl[k];
+            r[sl] = (r[sl] - S->pi[sl]) / h;
+        }
+    }
+    emn_form_set_time(S->f, t0);
+    memcpy(S->pi, pi0, ns * sizeof(double));
+    memcpy(S->Fs, Fs0, ns * sizeof(double));
+    free(z1);
+    return r;
+}
+
 int emn_sim_tran(const emn_circuit *c, const emn_sim_opts *o, emn_diag *d, bool keep, emn_sim_result *res)
 {
     double t_begin = emn_now();
@@ -1456,7 +1490,7 @@ int emn_sim_tran(const emn_circuit *c, const emn_sim_opts *o, emn_diag *d, bool 
     double *p0 = emn_xcalloc((size_t)f->n + 1, sizeof(double));
     double *buf = emn_xcalloc((size_t)S.nsig + 1, sizeof(double));
     double *v1 = emn_xcalloc((size_t)S.nsig + 1, sizeof(double));
-    double *pi0 = NULL, *Fs0 = NULL;
+    double *pi0 = NULL, *Fs0 = NULL, *pidot0 = NULL;
     double *zop = NULL, *wop = NULL;
     if (!c->uic) {
         f->op_for_tran = true;
@@ -1525,6 +1559,7 @@ int emn_sim_tran(const emn_circuit *c, const emn_sim_opts *o, emn_diag *d, bool 
     if (ns) {
         memcpy(pi0, S.pi, (size_t)ns * sizeof(double));
         memcpy(Fs0, S.Fs, (size_t)ns * sizeof(double));
+        pidot0 = start_rates(&S, pi0, Fs0);
     }
 
     interrupted = 0;
@@ -1570,7 +1605,9 @@ int emn_sim_tran(const emn_circuit *c, const emn_sim_opts *o, emn_diag *d, bool 
                 memcpy(save + ns, S.pidot, (size_t)ns * sizeof(double));
                 memcpy(save + 2 * ns, S.Fs, (size_t)ns * sizeof(double));
             }
-            if (nacc >= 2) {
+            if (pidot0) {
+                for (int k = 0; k < S.ndsl; k++) S.pidot[S.dsl[k]] = pidot0[S.dsl[k]];
+            } else if (nacc >= 2) {
                 double h1 = it->tpast[1] - t0, h2 = it->tpast[0] - it->tpast[1];
                 double c0 = -(2 * h1 + h2) / (h1 * (h1 + h2)), c1 = (h1 + h2) / (h1 * h2),
                        c2 = -h1 / (h2 * (h1 + h2));
@@ -1647,6 +1684,7 @@ done:
     res->seconds = emn_now() - t_begin;
     free(pi0);
     free(Fs0);
+    free(pidot0);
     free(z0);
     free(p0);
     free(buf);

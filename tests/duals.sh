@@ -87,4 +87,49 @@ for form in charge flux; do
     check_table "$WORK/stdout" "$WORK/want.out" 1e-6 1e-12 "$form: source-fixed L and C match the closed form"
 done
 
+# Rates at the start, where the first step (10 us/8, accepted untested)
+# is far longer than the fastest time constant.  I1 ramps at k = 5000
+# A/s into L1 = 100u, which C1 = 1u and R1 = 10k in series shunt
+# (L/R = 10 ns): v(a) = L di(L1)/dt is a rate of a dual in the charge
+# formulation.  V2 ramps at 1000 V/s into R2 = 1k and C2 = 1n (1 us):
+# i(C2) is one in the flux formulation.  From rest (uic) every signal is
+# 0 at t = 0; then, with s1, s2 the roots of L C s^2 + R C s + 1,
+#   v(a) = k L (1 + r1 e^(s1 t) + r2 e^(s2 t)),
+#     r_i = (s_i R C + 1) / (L C s_i (s_i - s_j))
+#   i(L1) = k (t + r1 (e^(s1 t) - 1) / s1 + r2 (e^(s2 t) - 1) / s2)
+#   i(C2) = C2 k2 (1 - e^(-t/tau)),  v(c) = k2 (t - tau (1 - e^(-t/tau)))
+# The row of t = 0 took its rates from a parabola through the first
+# points: v(a) came out 0.16 V (charge), i(C2) 1.9 nA (flux).
+cat >"$WORK/rates0.cir" <<EOF
+rates at the start
+I1 0 a PWL(0 0 1m 5)
+L1 a 0 100u
+C1 a m 1u
+R1 m 0 10k
+V2 b 0 PWL(0 0 1m 1)
+R2 b c 1k
+C2 c 0 1n
+.tran 10u 1m uic
+.print tran v(a) i(l1) i(c2) v(c)
+.end
+EOF
+for form in charge flux; do
+    run_emnet -q -tran -form $form rates0.cir
+    ok $rc "$form: rates at the start (exit 0)" "exit status $rc" "$err"
+    awk 'NR == 1 { print; next }
+        { t = $1; k = 5000; L = 1e-4; C = 1e-6; R = 1e4
+          d = sqrt((R / L)^2 - 4 / (L * C)); s1 = (-R / L - d) / 2; s2 = (-R / L + d) / 2
+          r1 = (s1 * R * C + 1) / (L * C * s1 * (s1 - s2)); r2 = (s2 * R * C + 1) / (L * C * s2 * (s2 - s1))
+          e = exp(-t / 1e-6)
+          printf "%.9e %.9e %.9e %.9e %.9e\n", t, k * L * (1 + r1 * exp(s1 * t) + r2 * exp(s2 * t)),
+                 k * (t + r1 * (exp(s1 * t) - 1) / s1 + r2 * (exp(s2 * t) - 1) / s2),
+                 1e-6 * (1 - e), 1000 * (t - 1e-6 * (1 - e)) }' "$WORK/stdout" >"$WORK/want.out"
+    check_table "$WORK/stdout" "$WORK/want.out" 2e-3 1e-12 "$form: rates at the start match the closed form"
+    msg=$(awk 'NR == 1 { next } NR == 2 { for (i = 2; i <= NF; i++) z[i] = $i < 0 ? -$i : $i; next }
+        { for (i = 2; i <= NF; i++) { a = $i < 0 ? -$i : $i; if (a > pk[i]) pk[i] = a } }
+        END { for (i in z) if (z[i] > 1e-5 * pk[i]) { print "column " i " is " z[i] " at t = 0"; bad = 1 }
+              exit bad }' "$WORK/stdout")
+    ok $? "$form: every signal 0 at t = 0 from rest" "$msg"
+done
+
 done_testing
