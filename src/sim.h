@@ -14,6 +14,7 @@
 #include "form.h"
 #include "integ.h"
 #include "netlist.h"
+#include "output.h"
 
 typedef struct emn_sim_opts {
     emn_form_kind form;         /* charge or flux (auto resolved by the caller) */
@@ -35,6 +36,7 @@ typedef struct emn_sim_result {
     int nsig, nrow, rowcap;
     double *rows;               /* nrow x (1 + nsig), time first */
     char **names;
+    emn_unit *units;
 } emn_sim_result;
 
 /* Exit statuses of spec section 5. */

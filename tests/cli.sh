@@ -210,4 +210,44 @@ ok $(awk -v a="$rep" -v b="$dmax" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(
     "-compare reports the largest v(out) difference of the two formulations' tables" "reported '$rep', tables differ by $dmax" \
     "$(cat "$WORK/cmp.out")"
 
+# A signal that is zero in the circuit is zero to the runs' tolerances in
+# both, not a disagreement: L2 dangles from n4, where 1 A flows through
+# 10k and 1k.  Its current is 0 in the charge formulation and, in the
+# flux one, the difference of two fluxes of volt-seconds over 100 uH
+# (1e-11 A, rel_diff 1).  It is below reltol of the largest current, so
+# -compare exits 0 and still prints its line; at -cmptol 1e-12 the node
+# voltages, which are not zero, still disagree.  Before, exit 4.
+cat >"$WORK/dangle.cir" <<EOF
+a dangling inductor
+I1 n1 0 DC 1
+Rg1 n1 0 1k
+L1 n1 n4 10m
+L2 n2 n4 100u
+Rg4 n4 0 10k
+.tran 10u 2m uic
+.print tran v(n1) v(n4)
+.end
+EOF
+run_emnet -q -compare dangle.cir
+expect_rc 0 "-compare: a current that is zero in the circuit is no disagreement"
+ok $(printf '%s\n' "$out" | awk '$1 == "i(l2)" { f = 1 } END { exit !f }'; echo $?) \
+    "-compare: the zero current's line is printed" "$out"
+run_emnet -q -compare -cmptol 1e-12 dangle.cir
+expect_rc 4 "-compare -cmptol 1e-12: the node voltages still disagree"
+# The one current of a deck, 4e-14 A of round-off in a dangling L2:
+# below ABSTOL, so zero (no other current to measure it against).
+cat >"$WORK/dangle2.cir" <<EOF
+the one current
+I1 n1 0 PULSE(0 1 0.1m 0.05m 0.05m 0.3m 1m)
+C1 n1 n5 1u
+L2 n5 n4 10m
+C3 n5 0 1u
+R5 n5 0 1k
+.tran 10u 2m uic
+.print tran v(n1) v(n5)
+.end
+EOF
+run_emnet -q -compare dangle2.cir
+expect_rc 0 "-compare: a current below ABSTOL is no disagreement"
+
 done_testing
