@@ -200,21 +200,59 @@ typedef struct egraph {
     int *elem_branch;                 /* element -> branch or -1 */
 } egraph;
 
-/* Tree preference: sources and coils in the tree, then resistors,
- * inductors, capacitors; current sources never. */
+/* Tree preference (topo.c grows a minimum spanning forest by rank):
+ * sources and coils, then capacitors, then inductors that lie in a part
+ * joined by inductors, sources and coils alone with a loop in it, then
+ * resistors, then the other inductors; current sources never.  A link's
+ * loop runs through tree branches of its rank or lower, so:
+ *   - a capacitor link's loop holds only capacitors and sources: a loop
+ *     with neither inertia nor damping is one coordinate (its value the
+ *     constraint sets), never the difference of two loops through a
+ *     resistor or an inductor, whose velocity would ring undamped under
+ *     the trapezoidal rule (parallel capacitors fed through a resistor)
+ *     or whose pivot at a short step falls below the rounding of an
+ *     inductance (parallel capacitors across an inductor);
+ *   - a resistor link's loop holds no inductor outside such a part: a
+ *     loop without inertia is one coordinate, and node voltages along
+ *     the tree are read from charges and currents, not differentiated
+ *     from an inductor's flux;
+ *   - an inductor loop (two inductors in parallel) is one coordinate,
+ *     whose flux the operating point keeps. */
+enum { RANK_LLOOP = 3, RANK_L = 5 };
+
 static int charge_rank(emn_kind k)
 {
     switch (k) {
     case EMN_V: return 0;
     case EMN_T: return 1;
-    case EMN_R: return 2;
-    case EMN_L: return 3;
-    case EMN_C: return 4;
+    case EMN_C: return 2;
+    case EMN_R: return 4;
+    case EMN_L: return RANK_L;
     default: return -1;
     }
 }
 
-static void egraph_build(const emn_circuit *c, egraph *eg)
+/* Inductors in a part of the graph of inductors, voltage sources and
+ * coils (branches lvt[0 .. n), inductors among them) that has a loop (as
+ * many branches as nodes or more) move up to RANK_LLOOP. */
+static void rank_inductor_loops(const emn_circuit *c, egraph *eg, const int *lvt, int n)
+{
+    emn_dsu u;
+    emn_dsu_init(&u, c->nodes.n);
+    int *edges = emn_xcalloc((size_t)c->nodes.n + 1, sizeof(int));
+    for (int k = 0; k < n; k++) emn_dsu_union(&u, eg->from[lvt[k]], eg->to[lvt[k]]);
+    for (int k = 0; k < n; k++) edges[emn_dsu_find(&u, eg->from[lvt[k]])]++;
+    for (int k = 0; k < n; k++) {
+        int b = lvt[k], r = emn_dsu_find(&u, eg->from[b]);
+        if (eg->rank[b] == RANK_L && edges[r] >= u.size[r]) eg->rank[b] = RANK_LLOOP;
+    }
+    free(edges);
+    emn_dsu_free(&u);
+}
+
+/* The electrical graph; with `loops`, inductor loops ranked apart
+ * (rank_inductor_loops), which shapes the tree but not what is counted. */
+static void egraph_build(const emn_circuit *c, egraph *eg, bool loops)
 {
     int nb = 0;
     eg->elem_branch = emn_xmalloc((size_t)c->elems.n * sizeof(int) + 1);
@@ -223,14 +261,20 @@ static void egraph_build(const emn_circuit *c, egraph *eg)
     eg->to = emn_xmalloc((size_t)nb * sizeof(int) + 1);
     eg->rank = emn_xmalloc((size_t)nb * sizeof(int) + 1);
     eg->elem = emn_xmalloc((size_t)nb * sizeof(int) + 1);
+    int *lvt = emn_xmalloc((size_t)nb * sizeof(int) + 1), nlvt = 0, nl = 0;
     for (int i = 0; i < c->elems.n; i++) {
         int b = eg->elem_branch[i];
         if (b < 0) continue;
+        emn_kind k = c->elems.v[i].kind;
         eg->from[b] = c->elems.v[i].node[0];
         eg->to[b] = c->elems.v[i].node[1];
-        eg->rank[b] = charge_rank(c->elems.v[i].kind);
+        eg->rank[b] = charge_rank(k);
         eg->elem[b] = i;
+        if (k == EMN_L || k == EMN_V || k == EMN_T) lvt[nlvt++] = b;
+        nl += k == EMN_L;
     }
+    if (loops && nl > 0) rank_inductor_loops(c, eg, lvt, nlvt);
+    free(lvt);
     eg->g = (emn_graph){c->nodes.n, nb, eg->from, eg->to, eg->rank};
 }
 
@@ -1792,7 +1836,7 @@ emn_form *emn_form_build(const emn_circuit *c, emn_form_kind kind, emn_diag *d)
 
     /* electrical topology */
     egraph eg;
-    egraph_build(c, &eg);
+    egraph_build(c, &eg, true);
     emn_forest fr;
     emn_topo_forest(&eg.g, &fr);
     int status = check_cutsets(c, &eg, &fr, d);
@@ -2839,7 +2883,7 @@ int emn_form_count(const emn_circuit *c, emn_form_kind kind, int *ne, int *nm)
     /* the topology alone: loops and node groups are counted, not built */
     emn_diag d = {0};
     egraph eg;
-    egraph_build(c, &eg);
+    egraph_build(c, &eg, false);
     emn_forest fr;
     emn_topo_forest(&eg.g, &fr);
     int status = check_cutsets(c, &eg, &fr, &d);

@@ -1,10 +1,14 @@
 /*
  * topo.c: spanning forests, fundamental loops and union-find.
  *
- * The forest is breadth first so that fundamental loops stay short and the
- * charge formulation's equations stay sparse; among the branches that could
- * reach a new node, the lowest rank wins, which lets the formulation keep
- * sources in the tree and storage elements among the links.
+ * The forest is a minimum spanning forest by rank, grown from ground
+ * (Prim's algorithm with a queue per rank): the next branch into the tree
+ * is always one of the lowest rank that reaches a new node, and among
+ * those the first queued, so that within a rank the tree grows breadth
+ * first and fundamental loops stay short.  A link's loop then runs
+ * through tree branches of its own rank or lower only: the charge
+ * formulation keeps sources and capacitors in the tree, and the loop of a
+ * capacitor link holds only capacitors and sources.
  */
 #include "config.h"
 #include "topo.h"
@@ -57,7 +61,8 @@ static int *rank_order(const emn_graph *g, int *m)
     return order;
 }
 
-static adjacency build_adjacency(const emn_graph *g)
+/* The adjacency, from the branches in rank order (rank_order's). */
+static adjacency build_adjacency(const emn_graph *g, const int *order, int m)
 {
     adjacency A;
     A.start = emn_xcalloc((size_t)g->nnodes + 1, sizeof(int));
@@ -71,21 +76,18 @@ static adjacency build_adjacency(const emn_graph *g)
     int *fill = emn_xmalloc((size_t)g->nnodes * sizeof(int) + 1);
     for (int v = 0; v < g->nnodes; v++) fill[v] = A.start[v];
     /* filled in rank order, every node's list comes out in it */
-    int m;
-    int *order = rank_order(g, &m);
     for (int q = 0; q < m; q++) {
         int b = order[q];
         A.adj[fill[g->from[b]]++] = b;
         if (g->to[b] != g->from[b]) A.adj[fill[g->to[b]]++] = b;
     }
-    free(order);
     free(fill);
     return A;
 }
 
 void emn_topo_forest(const emn_graph *g, emn_forest *f)
 {
-    int n = g->nnodes;
+    int n = g->nnodes, nb = g->nbranches;
     f->parent_branch = emn_xmalloc((size_t)n * sizeof(int));
     f->parent = emn_xmalloc((size_t)n * sizeof(int));
     f->depth = emn_xmalloc((size_t)n * sizeof(int));
@@ -97,30 +99,66 @@ void emn_topo_forest(const emn_graph *g, emn_forest *f)
         f->depth[v] = -1;
         f->root[v] = -1;
     }
-    adjacency A = build_adjacency(g);
-    int *queue = emn_xmalloc((size_t)n * sizeof(int) + 1);
+    int m;
+    int *order = rank_order(g, &m);
+    adjacency A = build_adjacency(g, order, m);
+    /* The ranks, numbered densely (level[b]), and a queue per level: each
+     * branch enters its level's queue at most once from each end, so a
+     * level holds twice its branches. */
+    int *level = emn_xmalloc((size_t)nb * sizeof(int) + 1);
+    int *qstart = emn_xmalloc((size_t)m * sizeof(int) + 2);
+    int nl = 0;
+    for (int q = 0; q < m; q++) {
+        int b = order[q];
+        if (q == 0 || g->rank[b] != g->rank[order[q - 1]]) qstart[nl++] = 2 * q;
+        level[b] = nl - 1;
+    }
+    qstart[nl] = 2 * m;
+    free(order);
+    int *item = emn_xmalloc((size_t)(2 * m) * sizeof(int) + 1);
+    int *head = emn_xmalloc((size_t)nl * sizeof(int) + 1), *tail = emn_xmalloc((size_t)nl * sizeof(int) + 1);
     for (int r = 0; r < n; r++) {
         if (f->depth[r] >= 0) continue;
-        int head = 0, tail = 0;
-        queue[tail++] = r;
+        for (int l = 0; l < nl; l++) head[l] = tail[l] = qstart[l];
+        int low = nl;                   /* no queue below this level holds a branch */
+        int v = r;
         f->depth[r] = 0;
         f->root[r] = r;
-        while (head < tail) {
-            int v = queue[head++];
+        for (;;) {
+            /* v joined the tree: queue its branches to nodes still out */
             for (int k = A.start[v]; k < A.start[v + 1]; k++) {
-                int b = A.adj[k];
-                int w = g->from[b] == v ? g->to[b] : g->from[b];
+                int b = A.adj[k], w = g->from[b] == v ? g->to[b] : g->from[b];
                 if (f->depth[w] >= 0) continue;
-                f->depth[w] = f->depth[v] + 1;
-                f->parent[w] = v;
-                f->parent_branch[w] = b;
-                f->root[w] = r;
-                f->in_tree[b] = true;
-                queue[tail++] = w;
+                int l = level[b];
+                item[tail[l]++] = b;
+                if (l < low) low = l;
             }
+            /* the next node: across the first queued branch of the lowest
+             * rank that still leads out of the tree */
+            int b = -1;
+            while (low < nl && b < 0) {
+                if (head[low] == tail[low]) {
+                    low++;
+                    continue;
+                }
+                int c = item[head[low]++];
+                if (f->depth[g->from[c]] < 0 || f->depth[g->to[c]] < 0) b = c;
+            }
+            if (b < 0) break;
+            int u = f->depth[g->from[b]] >= 0 ? g->from[b] : g->to[b];
+            v = u == g->from[b] ? g->to[b] : g->from[b];
+            f->depth[v] = f->depth[u] + 1;
+            f->parent[v] = u;
+            f->parent_branch[v] = b;
+            f->root[v] = r;
+            f->in_tree[b] = true;
         }
     }
-    free(queue);
+    free(item);
+    free(head);
+    free(tail);
+    free(level);
+    free(qstart);
     free(A.start);
     free(A.adj);
 }

@@ -20,8 +20,9 @@ typedef struct emn_graph {
     const int *rank;
 } emn_graph;
 
-/* A spanning forest, grown breadth first from ground, then from the lowest
- * numbered node of every part ground does not reach. */
+/* A spanning forest, grown from ground, then from the lowest numbered node
+ * of every part ground does not reach: a minimum one by rank, breadth
+ * first among branches of one rank (topo.c). */
 typedef struct emn_forest {
     int *parent_branch;       /* per node: tree branch to its parent, -1 at a root */
     int *parent;              /* per node: parent node, -1 at a root */

@@ -125,30 +125,21 @@ EOF
 }
 
 # --------------------------------------------------- Preumont, Example 1
-# Charge: no current source in the tree, so the tree is L1, R1 and one
-# of the capacitors; the other closes the only loop.  With C2 in the tree,
-# the loop of C1 runs C1 (1->2), C2, R1, L1 backwards, and the source's
-# prescribed loop I1 (0->2), C2, R1 adds int I to Q(C2) and I to i(R1):
-#   L = l1 q'^2/2 - q^2/(2 c1) - (q + Qs)^2/(2 c2),  D = r1 (q' + I)^2/2.
-# With C1 in the tree (C2 closing the loop C2, R1, L1 backwards, C1), the
-# source's loop runs I1, C1 backwards, L1:
-#   L = l1 (Is - q')^2/2 - (q - Qs)^2/(2 c1) - q^2/(2 c2),  D = r1 q'^2/2.
-# Either way: no generalized force (the current source is eliminated).
+# Charge: no current source in the tree, and capacitors before resistors
+# before inductors, so the tree is C1, C2 and R1 (grown from ground by R1
+# to 3, C2 to 2, C1 to 1) and L1 closes the only loop: L1 (1->0), then
+# R1 (0->3), C2 (3->2) and C1 (2->1), each against its sense.  The
+# source's prescribed loop runs I1 (0->2), C2 and R1 with their senses:
+#   Q(C1) = -q,  Q(C2) = Qs - q,  i(R1) = I - q',
+#   L = l1 q'^2/2 - (-q)^2/(2 c1) - (Qs - q)^2/(2 c2),  D = r1 (I - q')^2/2.
+# No generalized force (the current source is eliminated).
 P1="l1=0.7 c1=0.45 c2=1.9 r1=1.3 q1=0.35 q1'=-0.8 int_i1(t)=0.6 i1(t)=-0.25"
 P2="l1=1.6 c1=0.8 c2=0.3 r1=0.55 q1=-1.1 q1'=0.45 int_i1(t)=-0.2 i1(t)=0.9"
 P3="l1=0.25 c1=2.2 c2=1.1 r1=3.1 q1=0.05 q1'=1.3 int_i1(t)=1.4 i1(t)=0.3"
 HEAD="# charge formulation: 1 generalized coordinates (1 electrical, 0 mechanical)"
-run_emnet -lagrangian -form charge "$FORMS/preumont.cir"
-case $out in
-*"closed by c2"*)
-    COORDS="q1: charge of the loop closed by c2"
-    WANT_L="l1*(i1(t)-q1')^2/2 - (q1-int_i1(t))^2/(2*c1) - q1^2/(2*c2)"
-    WANT_D="r1*q1'^2/2" ;;
-*)
-    COORDS="q1: charge of the loop closed by c1"
-    WANT_L="l1*q1'^2/2 - q1^2/(2*c1) - (q1+int_i1(t))^2/(2*c2)"
-    WANT_D="r1*(q1'+i1(t))^2/2" ;;
-esac
+COORDS="q1: charge of the loop closed by l1"
+WANT_L="l1*q1'^2/2 - (-q1)^2/(2*c1) - (int_i1(t)-q1)^2/(2*c2)"
+WANT_D="r1*(i1(t)-q1')^2/2"
 WANT_Q=""
 check_form "preumont charge" preumont.cir charge "$P1" "$P2" "$P3"
 
@@ -200,13 +191,14 @@ WANT_Q=""
 check_form "rc flux" rc.cir flux "$F1" "$F2"
 
 # ---------------------------------------------------------------- LC
-# Charge: the tree takes L1 (preferred to C1), C1 closes the loop and
-# i(L1) = -q'.  Flux: one node.  Lossless and unforced: D = 0, no Q.
+# Charge: the tree takes C1 (preferred to L1), L1 closes the loop (1 to
+# 0 through L1, back through C1 against its sense): i(L1) = q', Q(C1) =
+# -q.  Flux: one node.  Lossless and unforced: D = 0, no Q.
 P1="l1=0.7 c1=0.45 q1=0.35 q1'=-0.8"
 P2="l1=1.9 c1=1.3 q1=-1.2 q1'=0.25"
 HEAD="# charge formulation: 1 generalized coordinates (1 electrical, 0 mechanical)"
-COORDS="q1: charge of the loop closed by c1"
-WANT_L="l1*(-q1')^2/2 - q1^2/(2*c1)"
+COORDS="q1: charge of the loop closed by l1"
+WANT_L="l1*q1'^2/2 - (-q1)^2/(2*c1)"
 WANT_D="0"
 WANT_Q=""
 check_form "lc charge" lc.cir charge "$P1" "$P2"

@@ -185,9 +185,10 @@ static void rc_flux(hand *h, double *L, double *D, double *P)
 }
 
 /* Preumont's Example 1: L1 from 1 to ground, C1 1-2, C2 2-3, R1 3 to
- * ground, a current source into node 2.  Charge: the tree holds R1, L1
- * and C2, C1 closes the only loop (C1, C2, R1, L1 backwards), and the
- * source's loop (I1 0->2, C2, R1) adds its charge to C2 and R1. */
+ * ground, a current source into node 2.  Charge: the tree holds R1, C2
+ * and C1 (capacitors and resistors before inductors), L1 closes the only
+ * loop (L1, then R1, C2 and C1 backwards), and the source's loop (I1
+ * 0->2, C2, R1) adds its charge to C2 and R1. */
 static const char net_preumont[] =
     "preumont example 1\n"
     "L1 1 0 0.7\n"
@@ -198,10 +199,10 @@ static const char net_preumont[] =
 
 static void preumont_charge(hand *h, double *L, double *D, double *P)
 {
-    double q = Z(h, "loop c1"), i = W(h, "loop c1");
+    double q = Z(h, "loop l1"), i = W(h, "loop l1");
     double Is = sin_src(0.1, 0.4, 0.25, h->t), Qs = sin_int(0.1, 0.4, 0.25, h->t);
-    *L = 0.7 * sq(-i) / 2 - q * q / (2 * 0.5) - sq(q + Qs) / (2 * 2);
-    *D = 1.3 * sq(i + Is) / 2;
+    *L = 0.7 * i * i / 2 - sq(-q) / (2 * 0.5) - sq(Qs - q) / (2 * 2);
+    *D = 1.3 * sq(Is - i) / 2;
     *P = 0;
 }
 
@@ -216,9 +217,9 @@ static void preumont_flux(hand *h, double *L, double *D, double *P)
 }
 
 /* An LC tank fed through R1 by a voltage source.  The tree takes V1 and
- * L1 (preferred to C1 between the same nodes); R1 closes the loop R1,
- * L1, V1 backwards and C1 the loop C1, L1 backwards, so
- * i(L1) = q1' - q2', i(V1) = -q1', Q(C1) = q2. */
+ * C1 (preferred to L1 between the same nodes); R1 closes the loop R1,
+ * C1, V1 backwards and L1 the loop L1, C1 backwards, so
+ * Q(C1) = q1 - q2, i(L1) = q2', i(V1) = -q1'. */
 static const char net_lc[] =
     "lc\n"
     "V1 1 0 SIN(0 1 0.4)\n"
@@ -228,9 +229,9 @@ static const char net_lc[] =
 
 static void lc_charge(hand *h, double *L, double *D, double *P)
 {
-    double q2 = Z(h, "loop c1"), i1 = W(h, "loop r1"), i2 = W(h, "loop c1");
+    double q1 = Z(h, "loop r1"), q2 = Z(h, "loop l1"), i1 = W(h, "loop r1"), i2 = W(h, "loop l1");
     double E = sin_src(0, 1, 0.4, h->t);
-    *L = 0.8 * sq(i1 - i2) / 2 - q2 * q2 / (2 * 1.5);
+    *L = 0.8 * i2 * i2 / 2 - sq(q1 - q2) / (2 * 1.5);
     *D = 0.5 * i1 * i1 / 2;
     *P = -E * (-i1);
 }
@@ -310,9 +311,11 @@ static double lx_ind(hand *h)
     return 0.6 * (1 + 0.5 * sq(Z(h, "x(a)") - Z(h, "x(b)")));
 }
 
+/* Charge: the tree takes V1 and R1 (preferred to L1), and L1 closes the
+ * loop L1, V1 backwards, R1: i(L1) = i(R1) = -i(V1) = q'. */
 static void lx_charge(hand *h, double *L, double *D, double *P)
 {
-    double i = W(h, "loop r1"), E = sin_src(0, 2, 0.5, h->t);
+    double i = W(h, "loop l1"), E = sin_src(0, 2, 0.5, h->t);
     *L = lx_ind(h) * i * i / 2;
     *D = 0.9 * i * i / 2;
     *P = E * i;
@@ -329,9 +332,9 @@ static void lx_flux(hand *h, double *L, double *D, double *P)
 }
 
 /* Two inductors coupled by K: the primary driven through R1, the secondary
- * loaded by R2.  The tree takes V1, L1 and R2 (preferred to L2), so R1
- * closes the primary's loop (i(L1) = qa', i(V1) = -qa') and L2 the
- * secondary's (i(R2) = -qb'). */
+ * loaded by R2.  The tree takes V1, R2 and R1 (resistors before
+ * inductors), so L1 closes the primary's loop, L1, V1 backwards, R1
+ * (i(L1) = qa', i(V1) = -qa'), and L2 the secondary's (i(R2) = -qb'). */
 static const char net_k[] =
     "k\n"
     "V1 1 0 SIN(0.1 1 0.3)\n"
@@ -350,7 +353,7 @@ static double coupled_wm(double l1, double l2, double m, double a, double b)
 
 static void k_charge(hand *h, double *L, double *D, double *P)
 {
-    double ia = W(h, "loop r1"), ib = W(h, "loop l2"), E = sin_src(0.1, 1, 0.3, h->t);
+    double ia = W(h, "loop l1"), ib = W(h, "loop l2"), E = sin_src(0.1, 1, 0.3, h->t);
     double m = 0.45 * sqrt(1.2 * 0.9);
     *L = 1.2 * ia * ia / 2 + 0.9 * ib * ib / 2 + m * ia * ib;
     *D = 0.7 * ia * ia / 2 + 1.6 * ib * ib / 2;
@@ -388,7 +391,7 @@ static void kx_mech(hand *h, double *L, double *D, double *P)
 
 static void kx_charge(hand *h, double *L, double *D, double *P)
 {
-    double x = Z(h, "x(r)"), ia = W(h, "loop r1"), ib = W(h, "loop l2");
+    double x = Z(h, "x(r)"), ia = W(h, "loop l1"), ib = W(h, "loop l2");
     double E = sin_src(0.1, 1, 0.3, h->t), l1 = 1.2 + 0.3 * x, m = 0.5 * cos(x) * sqrt(l1 * 0.9);
     *L = l1 * ia * ia / 2 + 0.9 * ib * ib / 2 + m * ia * ib;
     *D = 0.7 * ia * ia / 2 + 1.6 * ib * ib / 2;
@@ -571,9 +574,10 @@ static void coilj_flux(hand *h, double *L, double *D, double *P)
 /* Three coils in a chain of couplings, K2 moving with x(r), and the third
  * coil hanging from the source's node, so that its flux in the flux
  * formulation carries the source's integral.  Charge: the tree takes V1,
- * L1, R2 and R3; R1 closes the loop R1, L1, V1 backwards; L2 the loop
- * L2, R2 backwards; L3 (1->4) the loop L3, R3, V1 backwards.  So
- * i(V1) = -(q1' + q3'), i(R2) = -q2', i(R3) = q3'. */
+ * R2, R3 and R1 (resistors before inductors); L1 closes the loop L1, V1
+ * backwards, R1; L2 the loop L2, R2 backwards; L3 (1->4) the loop L3,
+ * R3, V1 backwards.  So i(V1) = -(q1' + q3'), i(R1) = q1',
+ * i(R2) = -q2', i(R3) = q3'. */
 static const char net_k3[] =
     "k3\n"
     "V1 1 0 SIN(0.1 1 0.3)\n"
@@ -612,7 +616,7 @@ static void k3_mech(hand *h, double *L)
 
 static void k3_charge(hand *h, double *L, double *D, double *P)
 {
-    double m[3][3], i[3] = {W(h, "loop r1"), W(h, "loop l2"), W(h, "loop l3")};
+    double m[3][3], i[3] = {W(h, "loop l1"), W(h, "loop l2"), W(h, "loop l3")};
     k3_lmat(Z(h, "x(r)"), m);
     *L = 0;
     for (int a = 0; a < 3; a++)
@@ -1061,10 +1065,11 @@ static void value_slots(void)
 
 /* emn_form_momentum_const: which coordinates' momenta are a constant, so
  * that their equations are algebraic (the integrator's history leaves
- * their past F out).  Charge: loop R1 (V1, R1, C1(x)) has only a
- * capacitor; R2's has L2, R3's the moving coil T1, whose momentum T x
- * reads the plate.  Flux: node b has no capacitor; a has C1(x).  In both,
- * m has a mass, k (a spring and a damper) none. */
+ * their past F out).  Charge (tree V1, T1, C1, R2): loop R1 (V1, R1,
+ * C1(x)) has only a capacitor; L2's (L2, C1, R2) has L2, R3's (R3, T1,
+ * C1) the moving coil T1, whose momentum T x reads the plate.  Flux: node
+ * b has no capacitor; a has C1(x).  In both, m has a mass, k (a spring
+ * and a damper) none. */
 static void momentum_const(void)
 {
     static const char net[] =
@@ -1081,7 +1086,7 @@ static void momentum_const(void)
         "S2 m k 3\n"
         "D2 k 0 0.5\n";
     static const struct { emn_form_kind kind; const char *name; bool konst; } want[] = {
-        {EMN_FORM_CHARGE, "loop r1", true},  {EMN_FORM_CHARGE, "loop r2", false},
+        {EMN_FORM_CHARGE, "loop r1", true},  {EMN_FORM_CHARGE, "loop l2", false},
         {EMN_FORM_CHARGE, "loop r3", false}, {EMN_FORM_CHARGE, "x(m)", false},
         {EMN_FORM_CHARGE, "x(k)", true},     {EMN_FORM_FLUX, "lambda(a)", false},
         {EMN_FORM_FLUX, "lambda(b)", true},  {EMN_FORM_FLUX, "x(m)", false},

@@ -1,7 +1,7 @@
 /*
  * test_topo.c: spanning forests and fundamental loops (topo.c) against a
- * plain breadth-first search written here, which tries each node's
- * branches by rank, then by number, found by scanning every branch.
+ * plain minimum spanning forest by rank written here (Prim's algorithm),
+ * which scans every branch for the next one at each step.
  */
 #include "config.h"
 #include "tap.h"
@@ -16,45 +16,38 @@ typedef struct ref_forest {
     bool in_tree[256];
 } ref_forest;
 
-/* Whether branch b comes before branch c at a node: rank, then number. */
-static bool before(const int *rank, int b, int c)
-{
-    return rank[b] != rank[c] ? rank[b] < rank[c] : b < c;
-}
-
-static void ref_bfs(int n, int nb, const int *from, const int *to, const int *rank, ref_forest *f)
+/* From each root in turn, the next tree branch is, of the branches with
+ * one end in the tree and the other out, the one of lowest rank, then
+ * whose end in the tree joined it first, then of lowest number. */
+static void ref_prim(int n, int nb, const int *from, const int *to, const int *rank, ref_forest *f)
 {
     memset(f->in_tree, 0, sizeof f->in_tree);
     for (int v = 0; v < n; v++) f->parent_branch[v] = f->parent[v] = f->depth[v] = f->root[v] = -1;
-    int queue[64];
-    bool tried[256];
+    int joined[64], clock = 0;
     for (int r = 0; r < n; r++) {
         if (f->depth[r] >= 0) continue;
-        int head = 0, tail = 0;
-        queue[tail++] = r;
         f->depth[r] = 0;
         f->root[r] = r;
-        while (head < tail) {
-            int v = queue[head++];
-            memset(tried, 0, sizeof tried);
-            for (;;) {
-                /* the first untried branch at v in (rank, number) order */
-                int best = -1;
-                for (int b = 0; b < nb; b++)
-                    if (rank[b] >= 0 && !tried[b] && (from[b] == v || to[b] == v) &&
-                        (best < 0 || before(rank, b, best)))
-                        best = b;
-                if (best < 0) break;
-                tried[best] = true;
-                int w = from[best] == v ? to[best] : from[best];
-                if (f->depth[w] >= 0) continue;
-                f->depth[w] = f->depth[v] + 1;
-                f->parent[w] = v;
-                f->parent_branch[w] = best;
-                f->root[w] = r;
-                f->in_tree[best] = true;
-                queue[tail++] = w;
+        joined[r] = clock++;
+        for (;;) {
+            int best = -1, bin = -1;
+            for (int b = 0; b < nb; b++) {
+                if (rank[b] < 0 || (f->depth[from[b]] >= 0) == (f->depth[to[b]] >= 0)) continue;
+                int in = f->depth[from[b]] >= 0 ? from[b] : to[b];
+                if (best < 0 || rank[b] < rank[best] ||
+                    (rank[b] == rank[best] && (joined[in] < joined[bin] || (joined[in] == joined[bin] && b < best)))) {
+                    best = b;
+                    bin = in;
+                }
             }
+            if (best < 0) break;
+            int w = bin == from[best] ? to[best] : from[best];
+            f->depth[w] = f->depth[bin] + 1;
+            f->parent[w] = bin;
+            f->parent_branch[w] = best;
+            f->root[w] = r;
+            f->in_tree[best] = true;
+            joined[w] = clock++;
         }
     }
 }
@@ -88,23 +81,25 @@ int main(void)
 {
     /* By hand: 0-1 by a capacitor (rank 4, branch 0) and a source (rank
      * 0, branch 1), 1-2 by a resistor (2), 0-2 by an inductor (3), and a
-     * current source 2-3 (rank -1).  From node 0: the source to 1, the
-     * inductor to 2; node 3 is a root of its own. */
+     * current source 2-3 (rank -1).  From node 0: the source to 1, then
+     * the resistor to 2, which outranks the inductor though it reaches 2
+     * a level deeper; node 3 is a root of its own. */
     {
         int from[] = {0, 0, 1, 0, 2}, to[] = {1, 1, 2, 2, 3}, rank[] = {4, 0, 2, 3, -1};
         emn_graph g = {4, 5, from, to, rank};
         emn_forest f;
         emn_topo_forest(&g, &f);
-        ok(f.parent_branch[0] == -1 && f.parent_branch[1] == 1 && f.parent_branch[2] == 3 &&
-               f.parent_branch[3] == -1 && f.root[3] == 3 && f.depth[2] == 1,
-           "by hand: the source and the inductor in the tree, the capacitor and the current source out");
+        ok(f.parent_branch[0] == -1 && f.parent_branch[1] == 1 && f.parent_branch[2] == 2 &&
+               f.parent_branch[3] == -1 && f.root[3] == 3 && f.depth[2] == 2,
+           "by hand: the source and the resistor in the tree, the inductor, the capacitor and the current "
+           "source out");
         emn_topo_forest_free(&f);
     }
 
     /* Random multigraphs with parallel branches, self-loops and branches
      * kept out of the tree: ranks from a few values (as the formulations
      * give them) and from a range wider than the branches are many. */
-    int bad = 0, badloop = 0, trials = 0, wide = 0;
+    int bad = 0, badloop = 0, badrank = 0, trials = 0, wide = 0;
     for (int t = 0; t < 4000; t++) {
         int n = 1 + draw(60), nb = draw(200);
         int from[256], to[256], rank[256];
@@ -121,7 +116,7 @@ int main(void)
         emn_forest f;
         emn_topo_forest(&g, &f);
         ref_forest r;
-        ref_bfs(n, nb, from, to, rank, &r);
+        ref_prim(n, nb, from, to, rank, &r);
         bool same = true;
         for (int v = 0; v < n; v++)
             same = same && f.parent_branch[v] == r.parent_branch[v] && f.parent[v] == r.parent[v] &&
@@ -130,11 +125,20 @@ int main(void)
         if (!same) bad++;
         for (int b = 0; b < nb; b++)
             if (!f.in_tree[b] && from[b] != to[b] && !loop_closes(&g, &f, b)) badloop++;
+        /* a link's loop runs through tree branches of no higher rank */
+        for (int b = 0; b < nb; b++) {
+            int br[65], sign[65];
+            if (f.in_tree[b] || rank[b] < 0 || from[b] == to[b]) continue;
+            int k = emn_topo_loop(&g, &f, b, br, sign);
+            for (int q = 1; q < k; q++) if (rank[br[q]] > rank[b]) { badrank++; break; }
+        }
         emn_topo_forest_free(&f);
         trials++;
     }
-    ok(bad == 0, "4000 random multigraphs: the forest is the breadth-first one by (rank, number) (%d differ)", bad);
+    ok(bad == 0, "4000 random multigraphs: the forest is the minimum one by rank, grown in queue order (%d differ)",
+       bad);
     ok(wide > 1000 && wide < trials, "both ways of ordering the branches were taken (%d of %d wide)", wide, trials);
     ok(badloop == 0, "every link's fundamental loop closes through tree branches (%d do not)", badloop);
+    ok(badrank == 0, "every link's loop runs through tree branches of its rank or lower (%d do not)", badrank);
     return tap_done();
 }
