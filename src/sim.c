@@ -1512,6 +1512,16 @@ int emn_sim_tran(const emn_circuit *c, const emn_sim_opts *o, emn_diag *d, bool 
     }
     it = S.it = emn_integ_new(f, &io);
     emn_form_set_time(f, 0);
+    /* the start before any output: a run that cannot start writes no
+     * table header and no file */
+    int rc = emn_integ_start(it, 0, z0, p0);
+    if (rc < 0) {
+        char head[640];
+        snprintf(head, sizeof head, "%s formulation: %s", form_name(f->kind), it->msg);
+        coord_error(&S, d, it->bad_coord, z0, it->w[0], head, "");
+        status = EMN_EXIT_FAILED;
+        goto done;
+    }
     if (W.np) {
         const char *err = NULL;
         W.table = emn_out_open(EMN_OUT_TABLE, NULL, stdout, c->title, W.np, (const char *const *)S.names,
@@ -1545,14 +1555,6 @@ int emn_sim_tran(const emn_circuit *c, const emn_sim_opts *o, emn_diag *d, bool 
         memcpy(res->units, S.units, (size_t)S.nsig * sizeof(emn_unit));
     }
 
-    int rc = emn_integ_start(it, 0, z0, p0);
-    if (rc < 0) {
-        char head[640];
-        snprintf(head, sizeof head, "%s formulation: %s", form_name(f->kind), it->msg);
-        coord_error(&S, d, it->bad_coord, z0, it->w[0], head, "");
-        status = EMN_EXIT_FAILED;
-        goto done;
-    }
     /* duals at t = 0; their derivatives come from the first step */
     update_duals(&S, it->z[0], it->w[0], true);
     int ns = S.need_dual ? f->slots.n + 1 : 0;     /* the duals' length, if they are kept */

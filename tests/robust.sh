@@ -317,11 +317,17 @@ done
 # at alpha = 0 (dx/dalpha = 0 there); the zero pivot's coordinate is named
 cp "$top_srcdir/tests/netlists/robust/singular_yoke.cir" "$WORK/sing.cir"
 for form in charge flux; do
+    rm -f "$WORK/p.raw" "$WORK/p.csv"
     run_emnet -q -tran -form $form -r p.raw -o p.csv sing.cir
     expect "singular Newton matrix ($form)" 3 "singular" "zero pivot" "coordinate x(a)"
     # GCC style, at the element that dominates the coordinate's equation
     grep -Eq '^sing\.cir:[0-9]+:[0-9]+: error: .*dominated by ' "$WORK/stderr"
     ok $? "singular Newton matrix ($form): the error is at its element's line" "$(cat "$WORK/stderr")"
+    # it fails at the start: nothing is written, not even a table's header
+    # or an empty raw file
+    ok $([ ! -s "$WORK/stdout" ] && [ ! -e "$WORK/p.raw" ] && [ ! -e "$WORK/p.csv" ]; echo $?) \
+        "singular Newton matrix ($form): a run that cannot start writes nothing" \
+        "stdout: $(head -c 200 "$WORK/stdout")" "$(ls "$WORK")"
 done
 
 # Pull-in: C(x) leaves its range; the capacitor is named (exit 3 with output)
