@@ -182,7 +182,10 @@ int main(int argc, char **argv)
     }
     if (run_tran) {
         if (!c->has_tran) {
-            emn_diag_error(&d, EMN_NOLOC, "%s: no .tran line: nothing to simulate", a.path);
+            if (c->end_loc.file)        /* where one would go */
+                emn_diag_error(&d, c->end_loc, "no .tran line before .end: nothing to simulate");
+            else
+                emn_diag_error(&d, EMN_NOLOC, "%s: no .tran line: nothing to simulate", a.path);
             status = EMN_EXIT_INVALID;
             goto out;
         }

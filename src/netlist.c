@@ -905,7 +905,10 @@ static void card_end(emn_build *b)
         case CTL_INCLUDE: do_include(b, k); return;
         case CTL_SUBCKT: begin_subckt(b, k); return;
         case CTL_ENDS: end_subckt(b, k); return;
-        case CTL_END: b->stop = true; return;
+        case CTL_END:
+            if (b->nincl == 1) b->c->end_loc = k->loc;     /* the top-level file's */
+            b->stop = true;
+            return;
         case CTL_UNKNOWN: error(b, k->loc, "unknown control line '%s'", name); return;
         case CTL_PARAM: break;
         default:

@@ -134,6 +134,7 @@ typedef struct emn_circuit {
     double tstep, tstop, tstart, tmax;  /* tmax = 0 if not given */
     bool uic;
     emn_loc tran_loc;
+    emn_loc end_loc;        /* the top-level file's .end, if it has one */
     bool has_op;
     emn_options opt;
 } emn_circuit;

@@ -210,6 +210,17 @@ ok $(awk -v a="$rep" -v b="$dmax" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(
     "-compare reports the largest v(out) difference of the two formulations' tables" "reported '$rep', tables differ by $dmax" \
     "$(cat "$WORK/cmp.out")"
 
+# -tran on a deck without a .tran line: exit 1, GCC style at the .end
+# card (where the line would go), or naming the file if it has none.
+printf 'no tran\nR1 a 0 1k\nV1 a 0 1\n.end\n' >"$WORK/notran.cir"
+run_emnet -tran notran.cir
+ok $([ $rc -eq 1 ] && printf '%s\n' "$err" | grep -q '^notran\.cir:4:1: error: no \.tran line'; echo $?) \
+    "-tran without a .tran line: exit 1, at the .end line" "exit $rc" "$err"
+printf 'no tran\nR1 a 0 1k\nV1 a 0 1\n' >"$WORK/notran2.cir"
+run_emnet -tran notran2.cir
+ok $([ $rc -eq 1 ] && printf '%s\n' "$err" | grep -q 'notran2\.cir: no \.tran line'; echo $?) \
+    "-tran without a .tran line or a .end: exit 1, naming the file" "exit $rc" "$err"
+
 # A signal that is zero in the circuit is zero to the runs' tolerances in
 # both, not a disagreement: L2 dangles from n4, where 1 A flows through
 # 10k and 1k.  Its current is 0 in the charge formulation and, in the
