@@ -1232,6 +1232,107 @@ static int consistent_w(emn_integ *it, double t, const double *z0, const double 
     return rc;
 }
 
+/* Solves the dense system A x = b (n x n, row major) in place of b by
+ * Gaussian elimination with partial pivoting; returns 1 if A is singular
+ * to working precision. */
+static int dense_solve(double *A, double *b, int n)
+{
+    for (int c = 0; c < n; c++) {
+        int pr = c;
+        double big = 0, amax = 0;
+        for (int r = c; r < n; r++) {
+            double a = fabs(A[r * n + c]);
+            if (a > big) {
+                big = a;
+                pr = r;
+            }
+        }
+        for (int k = 0; k < n; k++) amax = fmax(amax, fabs(A[pr * n + k]));
+        if (!(big > 1e-14 * amax)) return 1;
+        if (pr != c) {
+            for (int k = 0; k < n; k++) {
+                double t = A[c * n + k];
+                A[c * n + k] = A[pr * n + k];
+                A[pr * n + k] = t;
+            }
+            double t = b[c];
+            b[c] = b[pr];
+            b[pr] = t;
+        }
+        for (int r = c + 1; r < n; r++) {
+            double m = A[r * n + c] / A[c * n + c];
+            if (m == 0) continue;
+            for (int k = c; k < n; k++) A[r * n + k] -= m * A[c * n + k];
+            b[r] -= m * b[c];
+        }
+    }
+    for (int c = n - 1; c >= 0; c--) {
+        double sum = b[c];
+        for (int k = c + 1; k < n; k++) sum -= A[c * n + k] * b[k];
+        b[c] = sum / A[c * n + c];
+    }
+    return 0;
+}
+
+/* The most coordinates a constraint sets that alg_start puts in place. */
+#define EMN_ALG_START 256
+
+/* The coordinates a constraint sets (zalg) where their constraints put
+ * them at t0, the others held: z (n long) in place.  A start that
+ * contradicts a constraint (from rest, uic: a voltage source across
+ * capacitors in the charge formulation, a current source through an
+ * inductor in the flux one, a force on a spring without mass) has its
+ * impulse at t0: charge flows around the loop of capacitors and sources
+ * at once, and the constraint's values jump, as the flux formulation's
+ * node voltages jump by themselves there.  Integrated from the
+ * contradiction instead, the step shrank to nothing at once ("time step
+ * too small").  Newton on the dense block of dF/dz in the zalg rows and
+ * columns (their equations read no velocity); z is left as it was if it
+ * does not settle. */
+static void alg_start(emn_integ *it, double t0, double *z)
+{
+    int na = it->nalg, n = it->n, ne = it->f->ne;
+    if (na == 0 || na > EMN_ALG_START) return;
+    emn_form *f = it->f;
+    const emn_sparse *J = &f->J;
+    emn_form_set_time(f, t0);
+    double *Fz = emn_xmalloc((size_t)J->nnz * sizeof(double) + 1);
+    double *A = emn_xmalloc((size_t)na * (size_t)na * sizeof(double) + 1);
+    double *r = emn_xmalloc((size_t)na * sizeof(double) + 1), *z1 = emn_xmalloc((size_t)n * sizeof(double) + 1);
+    int *pos = emn_xmalloc((size_t)n * sizeof(int) + 1);
+    memcpy(z1, z, (size_t)n * sizeof(double));
+    for (int j = 0; j < n; j++) pos[j] = -1;
+    for (int k = 0; k < na; k++) pos[it->alg[k]] = k;
+    memset(it->wtry, 0, (size_t)n * sizeof(double));      /* read by no zalg equation */
+    bool settled = false;
+    for (int iter = 0; iter < 20 && !settled; iter++) {
+        int bad = -1;
+        if (emn_form_eval(f, z1, it->wtry, it->ptry, it->Ftry, it->scale, &bad)) break;
+        settled = true;
+        for (int k = 0; k < na; k++) {
+            int j = it->alg[k];
+            double tol = it->o.reltol * it->scale[j] + (j < ne ? it->etol[T_RES] : it->res_abs[j - ne]);
+            r[k] = it->Ftry[j];
+            if (!(fabs(r[k]) <= tol)) settled = false;
+        }
+        if (settled || iter == 19 || emn_form_derivatives(f, z1, it->wtry, NULL, NULL, Fz, NULL)) break;
+        memset(A, 0, (size_t)na * (size_t)na * sizeof(double));
+        for (int c = 0; c < n; c++) {
+            if (pos[c] < 0) continue;
+            for (int q = J->Ap[c]; q < J->Ap[c + 1]; q++)
+                if (pos[J->Ai[q]] >= 0) A[(size_t)pos[J->Ai[q]] * (size_t)na + (size_t)pos[c]] = Fz[q];
+        }
+        if (dense_solve(A, r, na)) break;
+        for (int k = 0; k < na; k++) z1[it->alg[k]] -= r[k];
+    }
+    if (settled) memcpy(z, z1, (size_t)n * sizeof(double));
+    free(Fz);
+    free(A);
+    free(r);
+    free(z1);
+    free(pos);
+}
+
 int emn_integ_start(emn_integ *it, double t0, const double *z0, const double *p0)
 {
     int n = it->n;
@@ -1241,7 +1342,9 @@ int emn_integ_start(emn_integ *it, double t0, const double *z0, const double *p0
     it->since_bp = 0;
     it->restart = true;
     it->singular = false;
-    if (consistent_w(it, t0, z0, p0, NULL) != 0) {
+    memcpy(it->z[0], z0, (size_t)n * sizeof(double));
+    alg_start(it, t0, it->z[0]);
+    if (consistent_w(it, t0, it->z[0], p0, NULL) != 0) {
         if (it->singular)
             snprintf(it->msg, sizeof it->msg, "no consistent initial state at t = %g: the Newton matrix is "
                      "singular (a zero pivot: nothing gives this coordinate inertia, stiffness or damping there)",
@@ -1250,9 +1353,9 @@ int emn_integ_start(emn_integ *it, double t0, const double *z0, const double *p0
             snprintf(it->msg, sizeof it->msg, "no consistent initial state found at t = %g", t0);
         return it->singular ? EMN_INTEG_SINGULAR : EMN_INTEG_NONCONV;
     }
-    /* the state at t0 itself: z0 exactly, w0, and p, F evaluated there */
+    /* the state at t0 itself: z0 exactly (but for alg_start's), w0, and
+     * p, F evaluated there */
     emn_form_set_time(f, t0);
-    memcpy(it->z[0], z0, (size_t)n * sizeof(double));
     memcpy(it->w[0], it->wtry, (size_t)n * sizeof(double));
     int bad = -1;
     if (emn_form_eval(f, it->z[0], it->w[0], it->p[0], it->F[0], NULL, &bad)) {
