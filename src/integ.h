@@ -92,6 +92,12 @@ typedef struct emn_integ {
      * at the last accepted one */
     int *vs_ptr, *vs_slot;
     double *vs_try, *vs_acc;
+    /* Those branches once each (bs, with a coordinate bsj of each), for
+     * their own error test (branch_ratio): their values at the last three
+     * accepted points and their rates at the last (right-hand past a
+     * breakpoint) */
+    int nbs, *bs, *bsj;
+    double *bsv[3], *bsr;
     double *peak;           /* running max |z|, |p|, |w|, |F| of the mechanical
                                coordinates (four runs of n - ne), for their tolerances */
     double *src_next;       /* per source, its next breakpoint after the last asked for */
