@@ -1736,16 +1736,16 @@ int emn_sim_compare(const emn_circuit *c, const emn_sim_opts *o, emn_diag *d, FI
      * below the absolute tolerance of its kind (ABSTOL, VNTOL, CHGTOL),
      * the one current of a deck, say. */
     double *peak = emn_xcalloc((size_t)r[0].nsig + 1, sizeof(double));
-    double kind_peak[EMN_UNIT_ENERGY + 1] = {0};      /* then: the level below which a signal is zero */
+    double zero_below[EMN_UNIT_ENERGY + 1] = {0};     /* each kind's peak, then its level of zero */
     for (int q = 0; q < r[0].nsig; q++) {
         for (int k = 0; k < rows; k++)
             for (int i = 0; i < 2; i++) peak[q] = fmax(peak[q], fabs(r[i].rows[(size_t)k * (size_t)m + 1 + (size_t)q]));
-        kind_peak[r[0].units[q]] = fmax(kind_peak[r[0].units[q]], peak[q]);
+        zero_below[r[0].units[q]] = fmax(zero_below[r[0].units[q]], peak[q]);
     }
-    for (int u = 0; u <= EMN_UNIT_ENERGY; u++) kind_peak[u] *= c->opt.reltol;
-    kind_peak[EMN_UNIT_CURRENT] = fmax(kind_peak[EMN_UNIT_CURRENT], c->opt.abstol);
-    kind_peak[EMN_UNIT_VOLTAGE] = fmax(kind_peak[EMN_UNIT_VOLTAGE], c->opt.vntol);
-    kind_peak[EMN_UNIT_CHARGE] = fmax(kind_peak[EMN_UNIT_CHARGE], c->opt.chgtol);
+    for (int u = 0; u <= EMN_UNIT_ENERGY; u++) zero_below[u] *= c->opt.reltol;
+    zero_below[EMN_UNIT_CURRENT] = fmax(zero_below[EMN_UNIT_CURRENT], c->opt.abstol);
+    zero_below[EMN_UNIT_VOLTAGE] = fmax(zero_below[EMN_UNIT_VOLTAGE], c->opt.vntol);
+    zero_below[EMN_UNIT_CHARGE] = fmax(zero_below[EMN_UNIT_CHARGE], c->opt.chgtol);
     for (int q = 0; q < r[0].nsig; q++) {
         double dmax = 0;
         for (int k = 0; k < rows; k++) {
@@ -1755,7 +1755,7 @@ int emn_sim_compare(const emn_circuit *c, const emn_sim_opts *o, emn_diag *d, FI
         }
         double rel = peak[q] > 0 ? dmax / peak[q] : (dmax > 0 ? INFINITY : 0);
         fprintf(out, "%s %.3e %.3e\n", r[0].names[q], dmax, rel);
-        bool zero = peak[q] < kind_peak[r[0].units[q]];
+        bool zero = peak[q] < zero_below[r[0].units[q]];
         if (!(rel <= o->cmptol) && !zero) status = EMN_EXIT_DISAGREE;
     }
     free(peak);
