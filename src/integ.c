@@ -131,10 +131,14 @@ emn_integ *emn_integ_new(emn_form *f, const emn_integ_opts *o)
     it->alg = emn_xcalloc(sz, sizeof(int));
     emn_form_reads_rates(f, it->zalg);
     it->ztest = emn_xcalloc(sz, sizeof(bool));
+    it->ztest_vz = emn_xcalloc(sz, sizeof(bool));
+    it->vz = emn_xcalloc(sz, sizeof(int));
     for (int j = 0; j < n; j++) {
         it->zalg[j] = it->zused[j] && !it->zalg[j];
         if (it->zalg[j]) it->alg[it->nalg++] = j;
+        else if (it->zused[j] && !it->inertia[j]) it->vz[it->nvz++] = j;
         it->ztest[j] = !it->zalg[j] && (it->zused[j] || it->inertia[j]);
+        it->ztest_vz[j] = !it->zalg[j] && it->inertia[j];
     }
     /* (a linear step solves exactly: what F its constant-momentum rows
      * keep is rounding, and leaving it in costs a pass over a grid's
@@ -222,7 +226,9 @@ void emn_integ_free(emn_integ **pit)
     free(it->zused);
     free(it->inertia);
     free(it->zalg);
+    free(it->vz);
     free(it->ztest);
+    free(it->ztest_vz);
     free(it->alg);
     free(it->pconst);
     free(it->halves);
@@ -632,6 +638,7 @@ typedef struct lte_job {
     double err[2][2];       /* [pass][half] */
     int worst[2][2];
     bool done;              /* run with a step's check, which passed */
+    bool vz_ok;             /* the vz coordinates are tested from their values */
 } lte_job;
 
 static void lte_rows(lte_job *L, int half, int j0, int j1);
@@ -854,7 +861,9 @@ static inline __attribute__((always_inline)) void lte_coord(const lte_job *L, in
      * and F is the constraint's residual, whose rounding at a zero
      * crossing of the force (a sine's, at t = 1 s) the test took for an
      * error of 10^4 tolerances. */
-    if (it->zalg[j] || (!pass && !it->zused[j] && (L->s->order == 1 || !it->inertia[j]))) return;
+    if (it->zalg[j] || (!pass && (it->zused[j] ? !it->inertia[j] && L->vz_ok
+                                                : L->s->order == 1 || !it->inertia[j])))
+        return;
     double est = fabs(k1 * (d[j] - d1[j]) - (two ? k2 * (d1[j] - d2[j]) : 0));
     /* trtol multiplies every tolerance, as SPICE's does (a
      * multiple of the estimate's coefficients instead would turn
@@ -937,7 +946,7 @@ static inline __attribute__((always_inline)) void lte_run(const lte_job *L, int 
 #ifdef LTE_V2
     if (as == 0 && (pass || L->s->order == 2)) {
         const double *y = A.y, *y1 = A.y1, *d = A.d, *d1 = A.d1, *d2 = A.d2, *sc = A.sc;
-        const bool *zt = it->ztest, *za = it->zalg;
+        const bool *zt = L->vz_ok ? it->ztest_vz : it->ztest, *za = it->zalg;
         bool pmask = pass && it->nalg > 0;     /* else every p is tested */
         double rt = it->o.reltol;
         lte_v2 K1 = {L->k1, L->k1}, K2 = {L->k2, L->k2}, H = {L->h, L->h}, RT = {rt, rt};
@@ -1039,7 +1048,9 @@ static void lte_setup(lte_job *L, const emn_integ *it, const step_formula *s, do
         k1 = C * h * h * 2 / (h + hp);
         k2 = C * h * h * h * 2 / ((h + hp) * hp);
     }
-    *L = (lte_job){it, s, h, k1, k2, {{0, 0}, {0, 0}}, {{-1, -1}, {-1, -1}}, false};
+    int m = it->npast < it->since_bp ? it->npast : it->since_bp;
+    *L = (lte_job){it, s, h, k1, k2, {{0, 0}, {0, 0}}, {{-1, -1}, {-1, -1}}, false,
+                   it->nvz > 0 && s->order == 2 && m >= 2};
 }
 
 /* The z test of the coordinates a constraint sets (zalg), raising *err
@@ -1078,7 +1089,7 @@ static void value_weights(const double *x, int N, double k, double *wt)
     wt[N] = sum;
 }
 
-static void alg_ratio(const lte_job *L, double *err, int *worst)
+static void alg_ratio(const lte_job *L, const int *list, int nlist, bool vz, double *err, int *worst)
 {
     const emn_integ *it = L->it;
     int q = L->s->order, N = q + 2;     /* points: the trial and N - 1 accepted */
@@ -1090,8 +1101,8 @@ static void alg_ratio(const lte_job *L, double *err, int *worst)
     double x[4] = {0, -L->h, -L->h - it->h, -L->h - it->h - it->hprev}, wt[5];
     value_weights(x, N, lte_const(it, q) * (q == 1 ? 2 * L->h * L->h : 6 * L->h * L->h * L->h), wt);
     lte_arrays A = {it->ztry, it->z[0], it->wtry, it->have_right ? it->w_right : it->w[0], NULL, NULL};
-    for (int k = 0; k < it->nalg; k++) {
-        int j = it->alg[k];
+    for (int k = 0; k < nlist; k++) {
+        int j = list[k];
         /* d: the divided differences; e: what the rounding of the
          * values, each good to eps (|z| + |t z'|) as the time its
          * constraint was evaluated at is good to eps t, makes of them */
@@ -1102,6 +1113,11 @@ static void alg_ratio(const lte_job *L, double *err, int *worst)
         }
         double rate = max_num(fabs(it->wtry[j]), fabs(A.d1[j]));
         double est = fabs(sum), floor = wt[N] * DBL_EPSILON * (zmax + (fabs(it->t) + L->h) * rate);
+        /* a coordinate without inertia (vz): the smaller of this and
+         * lte_coord's estimate from its velocities, two estimates of the
+         * same error, of which the velocities' is the one an alternation
+         * inflates */
+        if (vz) est = min_num(est, fabs(L->k1 * (it->wtry[j] - A.d1[j]) - L->k2 * (A.d1[j] - it->w[1][j])));
         /* an estimate the rounding alone could make is no error: on the
          * short steps that land on tstop near t = 1 s it was all there
          * was */
@@ -1188,7 +1204,8 @@ static double lte_result(const lte_job *L, int *worst)
                 err = L->err[pass][half];
                 *worst = L->worst[pass][half];
             }
-    if (L->it->nalg > 0) alg_ratio(L, &err, worst);
+    if (L->it->nalg > 0) alg_ratio(L, L->it->alg, L->it->nalg, false, &err, worst);
+    if (L->vz_ok) alg_ratio(L, L->it->vz, L->it->nvz, true, &err, worst);
     if (L->it->nbs > 0) branch_ratio(L, &err, worst);
     return err;
 }

@@ -82,9 +82,16 @@ typedef struct emn_integ {
      * value, and its velocity is the formula's derivative of that */
     bool *zalg;
     int *alg, nalg;
+    /* coordinates whose value matters, not zalg, without inertia (a node
+     * that only inductors and resistors meet): their velocity is set at
+     * each instant by the others and alternates under the trapezoidal
+     * rule after a first-order step, so a second-order step with three
+     * points since the last breakpoint tests them from their values, as
+     * zalg's (alg_ratio); the other steps from their velocities */
+    int *vz, nvz;
+    bool *ztest_vz;         /* ztest for the steps that test vz by value */
     /* whether a second-order step's paired z test takes coordinate j
-     * (neither zalg, nor unused and inertialess); the p test takes all
-     * but zalg */
+     * (neither zalg nor inertialess); the p test takes all but zalg */
     bool *ztest;
     int *pconst, npconst;   /* coordinates whose momentum is a constant (emn_form_momentum_const) */
     /* the branches that give a coordinate's value a size
