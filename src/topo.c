@@ -106,7 +106,7 @@ void emn_topo_forest(const emn_graph *g, emn_forest *f)
      * branch enters its level's queue at most once from each end, so a
      * level holds twice its branches. */
     int *level = emn_xmalloc((size_t)nb * sizeof(int) + 1);
-    int *qstart = emn_xmalloc((size_t)m * sizeof(int) + 2);
+    int *qstart = emn_xmalloc(((size_t)m + 1) * sizeof(int));
     int nl = 0;
     for (int q = 0; q < m; q++) {
         int b = order[q];
