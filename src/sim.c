@@ -17,6 +17,7 @@
  */
 #include "config.h"
 #include "sim.h"
+#include "topo.h"
 #include "op.h"
 #include "output.h"
 #include "util.h"
@@ -1092,13 +1093,16 @@ static void coord_error(sim *S, emn_diag *d, int j, const double *z, const doubl
     emn_buf_free(&name);
 }
 
-/* ------------------------------------------------- steady states ruled out */
-
-static int uf_find(int *up, int x)
+/* The integrator's failure (its message and coordinate) at state z and
+ * its last velocities. */
+static void integ_error(sim *S, emn_diag *d, const double *z)
 {
-    while (up[x] != x) x = up[x] = up[up[x]];
-    return x;
+    char head[640];
+    snprintf(head, sizeof head, "%s formulation: %s", form_name(S->f->kind), S->it->msg);
+    coord_error(S, d, S->it->bad_coord, z, S->it->w[0], head, "");
 }
+
+/* ------------------------------------------------- steady states ruled out */
 
 /* The DC current into each group of nodes that only capacitors and
  * current sources leave (masses and force sources, mechanically: the
@@ -1115,25 +1119,26 @@ static int cutset_steady(const emn_circuit *c, emn_diag *d)
     bool x_values = false;
     for (int i = 0; i < ne; i++)
         if (c->elems.v[i].vexpr && c->elems.v[i].kind != EMN_J) x_values = true;
-    int *up = emn_xmalloc((size_t)nn * sizeof(int) + 1);
+    emn_dsu u;
+    emn_dsu_init(&u, nn);
     double *net = emn_xcalloc((size_t)nn + 1, sizeof(double)), *mag = emn_xcalloc((size_t)nn + 1, sizeof(double));
     int *at = emn_xmalloc((size_t)nn * sizeof(int) + 1);    /* per group: a source (its index * 2 + terminal) */
     for (int v = 0; v < nn; v++) {
-        up[v] = x_values && c->nodes.v[v].dom == EMN_DOM_MECH ? 0 : v;
+        if (x_values && c->nodes.v[v].dom == EMN_DOM_MECH) emn_dsu_union(&u, v, 0);
         at[v] = -1;
     }
     for (int i = 0; i < ne; i++) {
         const emn_elem *e = &c->elems.v[i];
         switch (e->kind) {
         case EMN_R: case EMN_L: case EMN_V: case EMN_S: case EMN_D:
-            up[uf_find(up, e->node[0])] = uf_find(up, e->node[1]);
+            emn_dsu_union(&u, e->node[0], e->node[1]);
             break;
         case EMN_T:
-            up[uf_find(up, e->node[0])] = uf_find(up, e->node[1]);
-            up[uf_find(up, e->node[2])] = uf_find(up, e->node[3]);
+            emn_dsu_union(&u, e->node[0], e->node[1]);
+            emn_dsu_union(&u, e->node[2], e->node[3]);
             break;
         case EMN_J:
-            up[uf_find(up, e->node[0])] = uf_find(up, 0);
+            emn_dsu_union(&u, e->node[0], 0);
             break;
         default:
             break;
@@ -1143,7 +1148,7 @@ static int cutset_steady(const emn_circuit *c, emn_diag *d)
         const emn_elem *e = &c->elems.v[i];
         if (e->kind != EMN_I && e->kind != EMN_F) continue;
         double dc = emn_wave_dc(e->src);
-        int a = uf_find(up, e->node[0]), b = uf_find(up, e->node[1]);
+        int a = emn_dsu_find(&u, e->node[0]), b = emn_dsu_find(&u, e->node[1]);
         if (a == b) continue;
         net[a] -= dc;
         net[b] += dc;
@@ -1152,9 +1157,9 @@ static int cutset_steady(const emn_circuit *c, emn_diag *d)
         if (at[a] < 0) at[a] = 2 * i;
         if (at[b] < 0) at[b] = 2 * i + 1;
     }
-    int g = uf_find(up, 0);
+    int g = emn_dsu_find(&u, 0);
     for (int v = 1; v < nn && status == 0; v++) {
-        int r = uf_find(up, v);
+        int r = emn_dsu_find(&u, v);
         if (r != v || r == g || fabs(net[r]) <= 1e-12 * mag[r]) continue;
         const emn_elem *e = &c->elems.v[at[r] / 2];
         const char *node = c->nodes.v[e->node[at[r] % 2]].name;
@@ -1170,7 +1175,7 @@ static int cutset_steady(const emn_circuit *c, emn_diag *d)
         status = -1;
     }
     free(at);
-    free(up);
+    emn_dsu_free(&u);
     free(net);
     free(mag);
     return status;
@@ -1516,9 +1521,7 @@ int emn_sim_tran(const emn_circuit *c, const emn_sim_opts *o, emn_diag *d, bool 
      * table header and no file */
     int rc = emn_integ_start(it, 0, z0, p0);
     if (rc < 0) {
-        char head[640];
-        snprintf(head, sizeof head, "%s formulation: %s", form_name(f->kind), it->msg);
-        coord_error(&S, d, it->bad_coord, z0, it->w[0], head, "");
+        integ_error(&S, d, z0);
         status = EMN_EXIT_FAILED;
         goto done;
     }
@@ -1584,9 +1587,7 @@ int emn_sim_tran(const emn_circuit *c, const emn_sim_opts *o, emn_diag *d, bool 
         }
         rc = emn_integ_step(it, tstop);
         if (rc < 0) {
-            char head[640];
-            snprintf(head, sizeof head, "%s formulation: %s", form_name(f->kind), it->msg);
-            coord_error(&S, d, it->bad_coord, it->z[0], it->w[0], head, "");
+            integ_error(&S, d, it->z[0]);
             status = EMN_EXIT_FAILED;
             break;
         }
