@@ -1351,51 +1351,6 @@ static int consistent_w(emn_integ *it, double t, const double *z0, const double 
     return rc;
 }
 
-/* Solves the dense system A x = b (n x n, row major) in place of b by
- * Gaussian elimination with partial pivoting; returns 1 if A is singular
- * to working precision. */
-static int dense_solve(double *A, double *b, int n)
-{
-    for (int c = 0; c < n; c++) {
-        int pr = c;
-        double big = 0, amax = 0;
-        for (int r = c; r < n; r++) {
-            double a = fabs(A[r * n + c]);
-            if (a > big) {
-                big = a;
-                pr = r;
-            }
-        }
-        for (int k = 0; k < n; k++) amax = fmax(amax, fabs(A[pr * n + k]));
-        if (!(big > 1e-14 * amax)) return 1;
-        if (pr != c) {
-            for (int k = 0; k < n; k++) {
-                double t = A[c * n + k];
-                A[c * n + k] = A[pr * n + k];
-                A[pr * n + k] = t;
-            }
-            double t = b[c];
-            b[c] = b[pr];
-            b[pr] = t;
-        }
-        for (int r = c + 1; r < n; r++) {
-            double m = A[r * n + c] / A[c * n + c];
-            if (m == 0) continue;
-            for (int k = c; k < n; k++) A[r * n + k] -= m * A[c * n + k];
-            b[r] -= m * b[c];
-        }
-    }
-    for (int c = n - 1; c >= 0; c--) {
-        double sum = b[c];
-        for (int k = c + 1; k < n; k++) sum -= A[c * n + k] * b[k];
-        b[c] = sum / A[c * n + c];
-    }
-    return 0;
-}
-
-/* The most coordinates a constraint sets that alg_start puts in place. */
-#define EMN_ALG_START 256
-
 /* The coordinates a constraint sets (zalg) where their constraints put
  * them at t0, the others held: z (n long) in place.  A start that
  * contradicts a constraint (from rest, uic: a voltage source across
@@ -1405,23 +1360,31 @@ static int dense_solve(double *A, double *b, int n)
  * at once, and the constraint's values jump, as the flux formulation's
  * node voltages jump by themselves there.  Integrated from the
  * contradiction instead, the step shrank to nothing at once ("time step
- * too small").  Newton on the dense block of dF/dz in the zalg rows and
- * columns (their equations read no velocity); z is left as it was if it
- * does not settle. */
+ * too small").  Newton on the block of dF/dz in the zalg rows and
+ * columns (their equations read no velocity), factored by emn_lu; z is
+ * left as it was if it does not settle. */
 static void alg_start(emn_integ *it, double t0, double *z)
 {
     int na = it->nalg, n = it->n, ne = it->f->ne;
-    if (na == 0 || na > EMN_ALG_START) return;
+    if (na == 0) return;
     emn_form *f = it->f;
     const emn_sparse *J = &f->J;
     emn_form_set_time(f, t0);
-    double *Fz = emn_xmalloc((size_t)J->nnz * sizeof(double) + 1);
-    double *A = emn_xmalloc((size_t)na * (size_t)na * sizeof(double) + 1);
-    double *r = emn_xmalloc((size_t)na * sizeof(double) + 1), *z1 = emn_xmalloc((size_t)n * sizeof(double) + 1);
-    int *pos = emn_xmalloc((size_t)n * sizeof(int) + 1);
-    memcpy(z1, z, (size_t)n * sizeof(double));
+    /* the block of -dF/dz (positive where the constraint is a stiffness)
+     * on J's pattern: hd[q], the handle of J's entry q in it, or -1 */
+    int *pos = emn_xmalloc((size_t)n * sizeof(int) + 1), *hd = emn_xmalloc((size_t)J->nnz * sizeof(int) + 1);
     for (int j = 0; j < n; j++) pos[j] = -1;
     for (int k = 0; k < na; k++) pos[it->alg[k]] = k;
+    emn_sparse A;
+    emn_sparse_init(&A, na);
+    for (int c = 0; c < n; c++)
+        for (int q = J->Ap[c]; q < J->Ap[c + 1]; q++)
+            hd[q] = pos[c] >= 0 && pos[J->Ai[q]] >= 0 ? emn_sparse_reserve(&A, pos[J->Ai[q]], pos[c]) : -1;
+    emn_sparse_finalize(&A);
+    emn_lu *lu = emn_lu_new();
+    double *Fz = emn_xmalloc((size_t)J->nnz * sizeof(double) + 1);
+    double *r = emn_xmalloc((size_t)na * sizeof(double) + 1), *z1 = emn_xmalloc((size_t)n * sizeof(double) + 1);
+    memcpy(z1, z, (size_t)n * sizeof(double));
     memset(it->wtry, 0, (size_t)n * sizeof(double));      /* read by no zalg equation */
     bool settled = false;
     for (int iter = 0; iter < 20 && !settled; iter++) {
@@ -1431,25 +1394,25 @@ static void alg_start(emn_integ *it, double t0, double *z)
         for (int k = 0; k < na; k++) {
             int j = it->alg[k];
             double tol = it->o.reltol * it->scale[j] + (j < ne ? it->etol[T_RES] : it->res_abs[j - ne]);
-            r[k] = it->Ftry[j];
+            r[k] = -it->Ftry[j];
             if (!(fabs(r[k]) <= tol)) settled = false;
         }
         if (settled || iter == 19 || emn_form_derivatives(f, z1, it->wtry, NULL, NULL, Fz, NULL)) break;
-        memset(A, 0, (size_t)na * (size_t)na * sizeof(double));
-        for (int c = 0; c < n; c++) {
-            if (pos[c] < 0) continue;
-            for (int q = J->Ap[c]; q < J->Ap[c + 1]; q++)
-                if (pos[J->Ai[q]] >= 0) A[(size_t)pos[J->Ai[q]] * (size_t)na + (size_t)pos[c]] = Fz[q];
-        }
-        if (dense_solve(A, r, na)) break;
+        emn_sparse_zero(&A);
+        for (int q = 0; q < J->nnz; q++)
+            if (hd[q] >= 0) A.Ax[emn_sparse_slot(&A, hd[q])] -= Fz[q];
+        if (emn_lu_factor(lu, &A, NULL) < 0) break;
+        emn_lu_solve(lu, r);
         for (int k = 0; k < na; k++) z1[it->alg[k]] -= r[k];
     }
     if (settled) memcpy(z, z1, (size_t)n * sizeof(double));
+    emn_lu_free(&lu);
+    emn_sparse_free(&A);
     free(Fz);
-    free(A);
     free(r);
     free(z1);
     free(pos);
+    free(hd);
 }
 
 int emn_integ_start(emn_integ *it, double t0, const double *z0, const double *p0)
