@@ -639,6 +639,8 @@ typedef struct lte_job {
     int worst[2][2];
     bool done;              /* run with a step's check, which passed */
     bool vz_ok;             /* the vz coordinates are tested from their values */
+    bool vready;            /* the tests from values have their points: */
+    double vw[5];           /* their weights (value_weights) */
 } lte_job;
 
 static void lte_rows(lte_job *L, int half, int j0, int j1);
@@ -1033,43 +1035,6 @@ static double lte_const(const emn_integ *it, int order)
     return order == 1 ? 0.5 : (it->o.method == EMN_METHOD_TRAP ? 1.0 / 12 : 2.0 / 9);
 }
 
-/* The test of a step of formula s and length h, ready to run: its
- * coefficients, and nothing found yet. */
-static void lte_setup(lte_job *L, const emn_integ *it, const step_formula *s, double h)
-{
-    double C = lte_const(it, s->order);
-    /* est = |k1 (d - d1) - k2 (d1 - d2)|: h^2/2 y'' from two points, or
-     * C h^3 y''' from three */
-    double hp = it->h, k1, k2;
-    if (s->order == 1) {
-        k1 = C * h;
-        k2 = 0;
-    } else {
-        k1 = C * h * h * 2 / (h + hp);
-        k2 = C * h * h * h * 2 / ((h + hp) * hp);
-    }
-    int m = it->npast < it->since_bp ? it->npast : it->since_bp;
-    *L = (lte_job){it, s, h, k1, k2, {{0, 0}, {0, 0}}, {{-1, -1}, {-1, -1}}, false,
-                   it->nvz > 0 && s->order == 2 && m >= 2};
-}
-
-/* The z test of the coordinates a constraint sets (zalg), raising *err
- * and *worst.  Such a coordinate's value is exact to its constraint, and
- * its velocity is the formula's derivative of the values: under the
- * trapezoidal rule, w = 2 (z - z1) / h - w1 carries whatever error w1
- * had into w with its sign flipped, step after step, undamped.  Measured
- * from the velocities as lte_coord measures the others, that alternation
- * is an error that does not shrink with the step, and where the velocity
- * passes zero and its tolerance with it (a spring under a sine force, at
- * the end of its travel) the test cut the step to nothing.  Measured
- * from the values, the estimate is the one lte_coord makes of a smooth
- * velocity, C h^(q+1) z^(q+1), from the divided difference of the trial
- * value and the accepted ones since the last breakpoint.  The two steps
- * after a breakpoint lack points for it and go untested, as the first
- * step of all does: the restart keeps them short.  (The consistent slope
- * at the breakpoint cannot stand in for a point: it is a difference
- * quotient over a step of 1e-9 hmax, and the rounding of the values
- * divided by that step would be the estimate.) */
 /* The weights of the divided difference of N values at offsets x[0 ..
  * N) from the trial point (itself first): v[N - 1] = sum wt[i] y(x[i]),
  * times k (C h^q and the difference's factorial) into wt[0 .. N); and
@@ -1089,23 +1054,64 @@ static void value_weights(const double *x, int N, double k, double *wt)
     wt[N] = sum;
 }
 
+/* The test of a step of formula s and length h, ready to run: its
+ * coefficients, and nothing found yet. */
+static void lte_setup(lte_job *L, const emn_integ *it, const step_formula *s, double h)
+{
+    double C = lte_const(it, s->order);
+    /* est = |k1 (d - d1) - k2 (d1 - d2)|: h^2/2 y'' from two points, or
+     * C h^3 y''' from three */
+    double hp = it->h, k1, k2;
+    if (s->order == 1) {
+        k1 = C * h;
+        k2 = 0;
+    } else {
+        k1 = C * h * h * 2 / (h + hp);
+        k2 = C * h * h * h * 2 / ((h + hp) * hp);
+    }
+    *L = (lte_job){it, s, h, k1, k2, {{0, 0}, {0, 0}}, {{-1, -1}, {-1, -1}}, false, false, false, {0}};
+    /* the tests from values: the trial and order + 1 accepted points,
+     * all since the last breakpoint (the points' times from the step
+     * lengths, not the times themselves: near t = 1 s the difference of
+     * two times 1e-11 s apart keeps five digits) */
+    int N = s->order + 2, m = it->npast < it->since_bp ? it->npast : it->since_bp;
+    if (m + 2 >= N && (it->nalg > 0 || it->nvz > 0 || it->nbs > 0)) {
+        double x[4] = {0, -h, -h - it->h, -h - it->h - it->hprev};
+        value_weights(x, N, C * (s->order == 1 ? 2 * h * h : 6 * h * h * h), L->vw);
+        L->vready = true;
+        L->vz_ok = it->nvz > 0 && s->order == 2;
+    }
+}
+
+/* The z test of the coordinates a constraint sets (zalg), raising *err
+ * and *worst.  Such a coordinate's value is exact to its constraint, and
+ * its velocity is the formula's derivative of the values: under the
+ * trapezoidal rule, w = 2 (z - z1) / h - w1 carries whatever error w1
+ * had into w with its sign flipped, step after step, undamped.  Measured
+ * from the velocities as lte_coord measures the others, that alternation
+ * is an error that does not shrink with the step, and where the velocity
+ * passes zero and its tolerance with it (a spring under a sine force, at
+ * the end of its travel) the test cut the step to nothing.  Measured
+ * from the values, the estimate is the one lte_coord makes of a smooth
+ * velocity, C h^(q+1) z^(q+1), from the divided difference of the trial
+ * value and the accepted ones since the last breakpoint.  The two steps
+ * after a breakpoint lack points for it and go untested, as the first
+ * step of all does: the restart keeps them short.  (The consistent slope
+ * at the breakpoint cannot stand in for a point: it is a difference
+ * quotient over a step of 1e-9 hmax, and the rounding of the values
+ * divided by that step would be the estimate.) */
 static void alg_ratio(const lte_job *L, const int *list, int nlist, bool vz, double *err, int *worst)
 {
     const emn_integ *it = L->it;
-    int q = L->s->order, N = q + 2;     /* points: the trial and N - 1 accepted */
-    int m = it->npast < it->since_bp ? it->npast : it->since_bp;
-    if (m + 2 < N) return;
-    /* the points' times from the step lengths, not the times
-     * themselves: near t = 1 s the difference of two times 1e-11 s apart
-     * keeps five digits */
-    double x[4] = {0, -L->h, -L->h - it->h, -L->h - it->h - it->hprev}, wt[5];
-    value_weights(x, N, lte_const(it, q) * (q == 1 ? 2 * L->h * L->h : 6 * L->h * L->h * L->h), wt);
+    if (!L->vready) return;
+    int N = L->s->order + 2;            /* points: the trial and N - 1 accepted */
+    const double *wt = L->vw;
     lte_arrays A = {it->ztry, it->z[0], it->wtry, it->have_right ? it->w_right : it->w[0], NULL, NULL};
     for (int k = 0; k < nlist; k++) {
         int j = list[k];
-        /* d: the divided differences; e: what the rounding of the
+        /* sum: the divided difference; floor: what the rounding of the
          * values, each good to eps (|z| + |t z'|) as the time its
-         * constraint was evaluated at is good to eps t, makes of them */
+         * constraint was evaluated at is good to eps t, makes of it */
         double zmax = fabs(it->ztry[j]), sum = wt[0] * it->ztry[j];
         for (int i = 1; i < N; i++) {
             sum += wt[i] * it->z[i - 1][j];
@@ -1145,11 +1151,9 @@ static void branch_ratio(const lte_job *L, double *err, int *worst)
 {
     const emn_integ *it = L->it;
     emn_form *f = it->f;
-    int q = L->s->order, N = q + 2;
-    int m = it->npast < it->since_bp ? it->npast : it->since_bp;
-    if (m + 2 < N) return;
-    double x[4] = {0, -L->h, -L->h - it->h, -L->h - it->h - it->hprev}, wt[5];
-    value_weights(x, N, lte_const(it, q) * (q == 1 ? 2 * L->h * L->h : 6 * L->h * L->h * L->h), wt);
+    if (!L->vready) return;
+    int N = L->s->order + 2;
+    const double *wt = L->vw;
     double rt = it->o.reltol, ad = it->etol[T_ZD], tabs = fabs(it->t) + L->h;
     for (int b = 0; b < it->nbs; b++) {
         int sl = it->bs[b];
