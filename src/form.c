@@ -20,6 +20,7 @@
 #include "wave.h"
 
 #include <assert.h>
+#include <float.h>
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
@@ -2664,6 +2665,76 @@ void emn_form_inertia(const emn_form *f, bool *has)
 void emn_form_reads_rates(const emn_form *f, bool *reads)
 {
     reached_by_rates(f, true, reads);
+}
+
+/* The null vectors of the linear momenta's matrix dp/dw of the form s
+ * (s_j = +-1 on a connected block of it, 0 elsewhere): a capacitor
+ * between two nodes that nothing else gives capacitance (the flux
+ * formulation), a loop combination whose current meets no inductor (the
+ * charge one).  Each block is searched by breadth: its signs follow from
+ * its off-diagonal entries (opposite for a positive entry, equal for a
+ * negative one), and the block qualifies when they agree around every
+ * cycle and every row's sum with them cancels to rounding.  A block that
+ * a nonlinear term's momentum reaches is left out. */
+int emn_form_mass_kernel(const emn_form *f, int *ptr, int *idx, signed char *sign)
+{
+    int n = f->n, nk = 0, at = 0;
+    const emn_cmat *B = &f->lin[1];
+    bool *nl = emn_xcalloc((size_t)n + 1, sizeof(bool));
+    for (int i = 0; i < f->nnonlinear; i++) {
+        const emn_term *tm = &f->terms.v[f->nonlinear[i]];
+        for (int a = 0; a < tm->m; a++) {
+            bool reads = false;
+            for (int b = 0; b < tm->m && !reads; b++) reads = emn_expr_depends(tm->tmpl->p[a], tm->m + b);
+            const emn_lmap *m = &f->slots.v[tm->slot[a]];
+            for (int q = 0; q < m->nc && reads; q++) nl[emn_lmap_ci(m)[q]] = true;
+        }
+    }
+    signed char *s = emn_xcalloc((size_t)n + 1, 1);
+    int *queue = emn_xmalloc(((size_t)n + 1) * sizeof(int));
+    ptr[0] = 0;
+    for (int r = 0; r < B->nrows; r++) {
+        int j = B->rows[r];
+        if (s[j]) continue;
+        int head = 0, tail = 0;
+        bool ok = true;
+        s[j] = 1;
+        queue[tail++] = j;
+        while (head < tail) {
+            int i = queue[head++];
+            ok = ok && !nl[i];
+            for (int k = B->rptr[i]; k < B->rptr[i + 1]; k++) {
+                int c = B->col[k];
+                if (c == i) continue;
+                signed char want = B->val[k] > 0 ? -s[i] : s[i];
+                if (!s[c]) {
+                    s[c] = want;
+                    queue[tail++] = c;
+                } else if (s[c] != want) {
+                    ok = false;
+                }
+            }
+        }
+        for (int q = 0; q < tail && ok; q++) {
+            int i = queue[q];
+            double sum = 0, mag = 0;
+            for (int k = B->rptr[i]; k < B->rptr[i + 1]; k++) {
+                sum += B->val[k] * s[B->col[k]];
+                mag += fabs(B->val[k]);
+            }
+            ok = fabs(sum) <= 64 * DBL_EPSILON * mag;
+        }
+        if (!ok) continue;
+        for (int q = 0; q < tail; q++) {
+            idx[at] = queue[q];
+            sign[at++] = s[queue[q]];
+        }
+        ptr[++nk] = at;
+    }
+    free(queue);
+    free(s);
+    free(nl);
+    return nk;
 }
 
 void emn_form_momentum_const(const emn_form *f, bool *konst)

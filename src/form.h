@@ -338,6 +338,13 @@ void emn_form_inertia(const emn_form *f, bool *has);
  * on the coordinates' values: its velocity is only the integration
  * formula's derivative of the value the constraint sets. */
 void emn_form_reads_rates(const emn_form *f, bool *reads);
+/* The null vectors of dp/dw whose entries are +-1 on a block of it: a
+ * combination of velocities without inertia though each has some (a
+ * capacitor between two nodes that nothing else gives capacitance, in
+ * the flux formulation).  Vector k is sign[q] on coordinate idx[q] for q
+ * in [ptr[k], ptr[k + 1]); ptr has room for n + 1, idx and sign for n.
+ * Returns how many. */
+int emn_form_mass_kernel(const emn_form *f, int *ptr, int *idx, signed char *sign);
 /* konst[j]: coordinate j's momentum is a constant (0 for a loop with no
  * inductor or coil, a node with no capacitor, a massless mechanical
  * node): no term's momentum reads a coordinate, a velocity or time.

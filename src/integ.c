@@ -94,6 +94,64 @@ static void mech_tolerances(emn_integ *it, int j0, int j1)
  * kept in single precision may be off by (emn_lu_allow_single). */
 #define EMN_SINGLE_PART 0.01
 
+/* The null vectors of a linear circuit's dp/dw, for kernel_rates: each
+ * with D u, gathered from dF/dw's rows, and u'D u. */
+static void kernel_setup(emn_integ *it)
+{
+    emn_form *f = it->f;
+    int n = it->n;
+    if (!emn_form_is_linear(f) || it->o.method != EMN_METHOD_TRAP) return;
+    it->kptr = emn_xmalloc(((size_t)n + 1) * sizeof(int));
+    it->kidx = emn_xmalloc(((size_t)n + 1) * sizeof(int));
+    it->ksign = emn_xmalloc((size_t)n + 1);
+    it->nkern = emn_form_mass_kernel(f, it->kptr, it->kidx, it->ksign);
+    if (it->nkern == 0) return;
+    int nk = it->nkern;
+    int *comp = emn_xmalloc(((size_t)n + 1) * sizeof(int)), *last = emn_xmalloc(((size_t)nk + 1) * sizeof(int));
+    signed char *sg = emn_xcalloc((size_t)n + 1, 1);
+    for (int j = 0; j < n; j++) comp[j] = -1;
+    for (int k = 0; k < nk; k++)
+        for (int q = it->kptr[k]; q < it->kptr[k + 1]; q++) {
+            comp[it->kidx[q]] = k;
+            sg[it->kidx[q]] = it->ksign[q];
+        }
+    const emn_cmat *D = &f->lin[3];
+    it->du_ptr = emn_xcalloc((size_t)nk + 2, sizeof(int));
+    /* count each vector's rows, then fill them (rows ascending, each
+     * once: a row's entries on one vector come together) */
+    for (int pass = 0; pass < 2; pass++) {
+        int *fill = pass ? emn_xmalloc(((size_t)nk + 1) * sizeof(int)) : NULL;
+        if (pass) {
+            for (int k = 0; k < nk; k++) it->du_ptr[k + 1] += it->du_ptr[k];
+            it->du_row = emn_xmalloc((size_t)it->du_ptr[nk] * sizeof(int) + 1);
+            it->du_val = emn_xcalloc((size_t)it->du_ptr[nk] + 1, sizeof(double));
+            for (int k = 0; k < nk; k++) fill[k] = it->du_ptr[k] - 1;
+        }
+        for (int k = 0; k < nk; k++) last[k] = -1;
+        for (int r = 0; r < D->nrows; r++) {
+            int j = D->rows[r];
+            for (int e = D->rptr[j]; e < D->rptr[j + 1]; e++) {
+                int k = comp[D->col[e]];
+                if (k < 0) continue;
+                if (last[k] != j) {
+                    last[k] = j;
+                    if (pass) it->du_row[++fill[k]] = j;
+                    else it->du_ptr[k + 1]++;
+                }
+                if (pass) it->du_val[fill[k]] += D->val[e] * sg[D->col[e]];
+            }
+        }
+        free(fill);
+    }
+    it->kgain = emn_xcalloc((size_t)nk + 1, sizeof(double));
+    for (int k = 0; k < nk; k++)
+        for (int e = it->du_ptr[k]; e < it->du_ptr[k + 1]; e++)
+            if (comp[it->du_row[e]] == k) it->kgain[k] += sg[it->du_row[e]] * it->du_val[e];
+    free(sg);
+    free(last);
+    free(comp);
+}
+
 emn_integ *emn_integ_new(emn_form *f, const emn_integ_opts *o)
 {
     emn_integ *it = emn_xcalloc(1, sizeof *it);
@@ -149,6 +207,7 @@ emn_integ *emn_integ_new(emn_form *f, const emn_integ_opts *o)
     it->pconst = emn_xcalloc((size_t)it->npconst + 1, sizeof(int));
     for (int j = 0, k = 0; j < n; j++) if (konst[j]) it->pconst[k++] = j;
     free(konst);
+    kernel_setup(it);
     it->vs_ptr = emn_xcalloc(sz + 1, sizeof(int));
     emn_form_value_slots(f, it->vs_ptr, &it->vs_slot);
     it->vs_try = emn_xcalloc((size_t)it->vs_ptr[n] + 1, sizeof(double));
@@ -227,6 +286,13 @@ void emn_integ_free(emn_integ **pit)
     free(it->inertia);
     free(it->zalg);
     free(it->vz);
+    free(it->kptr);
+    free(it->kidx);
+    free(it->ksign);
+    free(it->du_ptr);
+    free(it->du_row);
+    free(it->du_val);
+    free(it->kgain);
     free(it->ztest);
     free(it->ztest_vz);
     free(it->alg);
@@ -1325,6 +1391,40 @@ static void alg_rates(emn_integ *it)
  * zero leaves errors of reltol size in every velocity, where one from the
  * velocities before a corner corrects only what jumped.  The result is in
  * it->wtry; returns 0 or 1. */
+/* The velocities along the null vectors of dp/dw (kernel_setup), after
+ * a trapezoidal step.  Such a combination has no inertia: what sets it
+ * is the sum of its coordinates' forces u'F, zero at every time.  The
+ * rule makes u'F at the new point the opposite of the last point's, so
+ * whatever the solve left there (the Newton test's tolerance, a
+ * single-precision factorization) alternates in sign from step to step
+ * and is never damped: with a current source driving a capacitor
+ * between two nodes from rest, the far node's voltage decayed towards
+ * zero under an alternation that did not, and the error test, which
+ * measures the velocity against its own size, cut the step to nothing
+ * (flux formulation).  The velocities move along u until u'F is zero;
+ * p does not change (dp/dw u = 0), F by D u times the move.  (Linear
+ * circuits only: there D is constant.) */
+static void kernel_rates(emn_integ *it)
+{
+    double *w = it->w[0], *F = it->F[0];
+    for (int k = 0; k < it->nkern; k++) {
+        double g = it->kgain[k], r = 0, terms = 0;
+        if (g == 0) continue;       /* undamped: the values set it */
+        for (int q = it->kptr[k]; q < it->kptr[k + 1]; q++) {
+            r += it->ksign[q] * F[it->kidx[q]];
+            terms += it->scale[it->kidx[q]];
+        }
+        /* a sum within the rounding of its terms is left as it is: a
+         * move would only be rounding too, and it would part the node
+         * from one an inductor alone ties it to (whose current, the
+         * difference of their flux linkages, is then exactly 0) */
+        if (fabs(r) <= 8 * DBL_EPSILON * terms) continue;
+        double c = -r / g;
+        for (int q = it->kptr[k]; q < it->kptr[k + 1]; q++) w[it->kidx[q]] += c * it->ksign[q];
+        for (int e = it->du_ptr[k]; e < it->du_ptr[k + 1]; e++) F[it->du_row[e]] += c * it->du_val[e];
+    }
+}
+
 static int consistent_w(emn_integ *it, double t, const double *z0, const double *p0, const double *wguess)
 {
     int n = it->n;
@@ -1684,6 +1784,7 @@ int emn_integ_step(emn_integ *it, double tlimit)
         }
         accept(it, t + h, hf, &s);
         alg_rates(it);
+        kernel_rates(it);
         branch_history(it, it->w[0], true);
         it->have_right = false;
         if (!lands || hf == it->hfull || it->hfull == 0) it->hfull = hf;

@@ -94,6 +94,13 @@ typedef struct emn_integ {
      * (neither zalg nor inertialess); the p test takes all but zalg */
     bool *ztest;
     int *pconst, npconst;   /* coordinates whose momentum is a constant (emn_form_momentum_const) */
+    /* a linear circuit's null vectors u of dp/dw (emn_form_mass_kernel),
+     * under the trapezoidal rule: vector k on coordinates kidx[q] with
+     * signs ksign[q], q in [kptr[k], kptr[k + 1]); D u (D = dF/dw) as
+     * values du_val on rows du_row, [du_ptr[k], du_ptr[k + 1]); u'D u */
+    int nkern, *kptr, *kidx, *du_ptr, *du_row;
+    signed char *ksign;
+    double *du_val, *kgain;
     /* the branches that give a coordinate's value a size
      * (emn_form_value_slots), and |value| of each at the trial point and
      * at the last accepted one */

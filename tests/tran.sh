@@ -695,4 +695,40 @@ for form in charge flux; do
         "$PCAP_R"
 done
 
+# 1 A drawn through C0 = 10n, a capacitor between two nodes that nothing
+# else gives capacitance, from R || L to ground (R = 10k || 1k, L = 100u
+# || 1m), from rest.  The two nodes' voltages have no inertia together:
+# their sum is set at each instant by the resistors, and the trapezoidal
+# rule left whatever the solve put in it alternating from step to step,
+# undamped.  In the flux formulation, once v(n2) had decayed, that
+# alternation was all the error test saw: "time step too small" at
+# 2.2 us.  With tau = L/R = 0.1 us,
+#   v(n2) = -I R e^(-t/tau),  v(n1) = v(n2) - I t / C0,
+#   i(L1) = I (1 - e^(-t/tau)) L3 / (L1 + L3).
+# Over 2 ms at 10 us (the run that stopped), then the jump's decay at 20 ns.
+cat >"$WORK/cfloat.cir" <<'EOF'
+current source through a floating capacitor into R || L, from rest
+I1 n1 0 DC 1
+C0 n1 n2 10n
+L1 0 n2 100u
+R2 0 n2 10k
+L3 0 n2 1m
+R4 n2 0 1k
+.tran 10u 2m uic
+.print tran v(n1) v(n2) i(l1)
+.end
+EOF
+sed 's/^\.tran .*/.tran 20n 5u uic/' "$WORK/cfloat.cir" >"$WORK/cfloat_fast.cir"
+CFLOAT='e = exp(-t / 1e-7); W["v(n2)"] = -1e4 / 11 * e; W["v(n1)"] = W["v(n2)"] - 1e8 * t
+        W["i(l1)"] = (1 - e) * 10 / 11'
+for deck in cfloat cfloat_fast; do
+    for form in charge flux; do
+        run_emnet -q -form $form -tran $deck.cir
+        printf '%s\n' "$out" >"$WORK/tbl"
+        check $rc "$deck $form: a current source through a floating capacitor, from rest (exit 0)" \
+            "exit status $rc" "$err"
+        check_analytic "$WORK/tbl" 1e-3 "$deck $form: the closed form at the default tolerances" "$CFLOAT"
+    done
+done
+
 done_testing
