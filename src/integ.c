@@ -147,6 +147,24 @@ static void kernel_setup(emn_integ *it)
     for (int k = 0; k < nk; k++)
         for (int e = it->du_ptr[k]; e < it->du_ptr[k + 1]; e++)
             if (comp[it->du_row[e]] == k) it->kgain[k] += sg[it->du_row[e]] * it->du_val[e];
+    /* only the damped ones stay (an undamped one's values set it) */
+    int kept = 0, q0 = 0, e0 = 0;
+    for (int k = 0; k < nk; k++) {
+        int qa = it->kptr[k], qb = it->kptr[k + 1], ea = it->du_ptr[k], eb = it->du_ptr[k + 1];
+        if (it->kgain[k] == 0) continue;
+        for (int q = qa; q < qb; q++, q0++) {
+            it->kidx[q0] = it->kidx[q];
+            it->ksign[q0] = it->ksign[q];
+        }
+        for (int e = ea; e < eb; e++, e0++) {
+            it->du_row[e0] = it->du_row[e];
+            it->du_val[e0] = it->du_val[e];
+        }
+        it->kgain[kept++] = it->kgain[k];
+        it->kptr[kept] = q0;
+        it->du_ptr[kept] = e0;
+    }
+    it->nkern = kept;
     free(sg);
     free(last);
     free(comp);
@@ -1407,20 +1425,29 @@ static void alg_rates(emn_integ *it)
 static void kernel_rates(emn_integ *it)
 {
     double *w = it->w[0], *F = it->F[0];
+    const double *scale = it->scale;
+    const int *idx = it->kidx;
+    const signed char *sg = it->ksign;
     for (int k = 0; k < it->nkern; k++) {
-        double g = it->kgain[k], r = 0, terms = 0;
-        if (g == 0) continue;       /* undamped: the values set it */
-        for (int q = it->kptr[k]; q < it->kptr[k + 1]; q++) {
-            r += it->ksign[q] * F[it->kidx[q]];
-            terms += it->scale[it->kidx[q]];
+        int q0 = it->kptr[k], q1 = it->kptr[k + 1];
+        double r, terms;
+        if (q1 - q0 == 2) {     /* most are a pair */
+            r = sg[q0] * F[idx[q0]] + sg[q0 + 1] * F[idx[q0 + 1]];
+            terms = scale[idx[q0]] + scale[idx[q0 + 1]];
+        } else {
+            r = terms = 0;
+            for (int q = q0; q < q1; q++) {
+                r += sg[q] * F[idx[q]];
+                terms += scale[idx[q]];
+            }
         }
         /* a sum within the rounding of its terms is left as it is: a
          * move would only be rounding too, and it would part the node
          * from one an inductor alone ties it to (whose current, the
          * difference of their flux linkages, is then exactly 0) */
         if (fabs(r) <= 8 * DBL_EPSILON * terms) continue;
-        double c = -r / g;
-        for (int q = it->kptr[k]; q < it->kptr[k + 1]; q++) w[it->kidx[q]] += c * it->ksign[q];
+        double c = -r / it->kgain[k];
+        for (int q = q0; q < q1; q++) w[idx[q]] += c * sg[q];
         for (int e = it->du_ptr[k]; e < it->du_ptr[k + 1]; e++) F[it->du_row[e]] += c * it->du_val[e];
     }
 }
