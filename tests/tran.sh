@@ -668,11 +668,14 @@ done
 #   L iL' = v1,  C vc' = (v1 - vc)/R5,  v(n2) = v1 - vc,
 # integrated here by the classical Runge-Kutta rule at 5 ns (L/R1 is
 # 0.1 us).  The charge formulation stopped at 2.5 us ("time step too
-# small"): see the netlist.  At the default tolerances (the flux
-# formulation's consistent start fails below reltol 1e-5 here: the
-# capacitors' C/h against R1's conductance, at a step of 1e-9 tmax),
-# over the whole run, whose peak is v(n1) = -909 V at t = 0, and after
-# 10 us, where v(n2) is 9 mV (v(n1) is then L diL/dt, 8 nV, below VNTOL).
+# small"): see the netlist.  At the default tolerances, over the whole
+# run, whose peak is v(n1) = -909 V at t = 0, and after 10 us, where
+# v(n2) is 9 mV (v(n1) is then L diL/dt, 8 nV, below VNTOL).  Then at
+# reltol 1e-6, where the flux formulation's consistent start failed ("no
+# consistent initial state"): its residual a C (v1 - v2), at the start's
+# a = 1e9 / hmax, rounds to more than reltol of the other terms, and the
+# Newton iteration, its updates at 5e-12 of the tolerance, never passed
+# the residual's test.
 PCAP_R='I = -1; R1 = 1e3; R5 = 1e4; L = 1e-4; C = 1.1e-6; hh = 5e-9
         while (tt < t - hh / 2) {
             for (s = 1; s <= 4; s++) {
@@ -693,6 +696,11 @@ for form in charge flux; do
     select_cols "$WORK/tbl" "v(n2)" "i(l4)" | awk 'NR == 1 || $1 >= 1e-5' >"$WORK/tail"
     check_analytic "$WORK/tail" 1e-3 "pcap_r $form: after 10 us, v(n2) and i(L4) within 1e-3 of the Runge-Kutta solution" \
         "$PCAP_R"
+    tran pcap_r -form $form -reltol 1e-6
+    [ $form = charge ] && TODO="charge formulation at reltol 1e-6: time step too small at 4.6 us (not diagnosed; the loop C6 closes is set by a constraint and tested from its values)"
+    check $rc "pcap_r $form, reltol 1e-6 (exit 0)" "exit status $rc" "$err"
+    check_analytic "$WORK/tbl" 1e-5 "pcap_r $form, reltol 1e-6: within 1e-5 of the Runge-Kutta solution" "$PCAP_R"
+    TODO=
 done
 
 # 1 A drawn through C0 = 10n, a capacitor between two nodes that nothing
