@@ -147,11 +147,22 @@ static void kernel_setup(emn_integ *it)
     for (int k = 0; k < nk; k++)
         for (int e = it->du_ptr[k]; e < it->du_ptr[k + 1]; e++)
             if (comp[it->du_row[e]] == k) it->kgain[k] += sg[it->du_row[e]] * it->du_val[e];
-    /* only the damped ones stay (an undamped one's values set it) */
+    /* Only the damped ones stay (an undamped one's values set it), and
+     * of those only the ones whose move changes no other balance: a row
+     * of D u outside u must have inertia and be on no other vector.  A
+     * node without inertia (resistors only) beside u would need its own
+     * velocity moved with u's, and moving u's alone put the move into
+     * that node's balance, which then alternated: a floating capacitor
+     * between such nodes took 98071 steps instead of 747. */
     int kept = 0, q0 = 0, e0 = 0;
     for (int k = 0; k < nk; k++) {
         int qa = it->kptr[k], qb = it->kptr[k + 1], ea = it->du_ptr[k], eb = it->du_ptr[k + 1];
-        if (it->kgain[k] == 0) continue;
+        bool alone = it->kgain[k] != 0;
+        for (int e = ea; e < eb && alone; e++) {
+            int j = it->du_row[e];
+            alone = comp[j] == k || (comp[j] < 0 && it->inertia[j]);
+        }
+        if (!alone) continue;
         for (int q = qa; q < qb; q++, q0++) {
             it->kidx[q0] = it->kidx[q];
             it->ksign[q0] = it->ksign[q];
