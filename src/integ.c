@@ -1420,17 +1420,6 @@ static void alg_rates(emn_integ *it)
     }
 }
 
-/* Consistent velocities at t from coordinates z0 and momenta p0: a
- * backward Euler step of negligible length h.  As h -> 0 its equations
- * become p(z0, w) = p0 for coordinates with inertia and dp/dz w = F for
- * the algebraic ones, so the solution is the consistent w, without having
- * to sort the two.  The step runs from t to t + h, so a velocity that
- * follows a source's slope (a capacitor loop's current C dE/dt) takes the
- * slope after t.  Newton starts from wguess (zero if NULL): the matrix of
- * so short a step is badly conditioned (a C against G), and a solve from
- * zero leaves errors of reltol size in every velocity, where one from the
- * velocities before a corner corrects only what jumped.  The result is in
- * it->wtry; returns 0 or 1. */
 /* The velocities along the null vectors of dp/dw (kernel_setup), after
  * a trapezoidal step.  Such a combination has no inertia: what sets it
  * is the sum of its coordinates' forces u'F, zero at every time.  The
@@ -1474,6 +1463,17 @@ static void kernel_rates(emn_integ *it)
     }
 }
 
+/* Consistent velocities at t from coordinates z0 and momenta p0: a
+ * backward Euler step of negligible length h.  As h -> 0 its equations
+ * become p(z0, w) = p0 for coordinates with inertia and dp/dz w = F for
+ * the algebraic ones, so the solution is the consistent w, without having
+ * to sort the two.  The step runs from t to t + h, so a velocity that
+ * follows a source's slope (a capacitor loop's current C dE/dt) takes the
+ * slope after t.  Newton starts from wguess (zero if NULL): the matrix of
+ * so short a step is badly conditioned (a C against G), and a solve from
+ * zero leaves errors of reltol size in every velocity, where one from the
+ * velocities before a corner corrects only what jumped.  The result is in
+ * it->wtry; returns 0 or 1. */
 static int consistent_w(emn_integ *it, double t, const double *z0, const double *p0, const double *wguess)
 {
     int n = it->n;
