@@ -94,91 +94,213 @@ static void mech_tolerances(emn_integ *it, int j0, int j1)
  * kept in single precision may be off by (emn_lu_allow_single). */
 #define EMN_SINGLE_PART 0.01
 
-/* The null vectors of a linear circuit's dp/dw, for kernel_rates: each
- * with D u, gathered from dF/dw's rows, and u'D u. */
+/* Velocities without inertia that a null vector's group may take in
+ * besides the vector itself (kernel_setup). */
+#define EMN_KERN_MAX 16
+
+/* m x m matrix a (row-major) inverted in place by Gauss-Jordan with
+ * partial pivoting; false if a pivot is below 1e-12 of the largest
+ * entry. */
+static bool invert_small(double *a, int m)
+{
+    int piv[EMN_KERN_MAX + 1];
+    double big = 0;
+    for (int i = 0; i < m * m; i++) big = fmax(big, fabs(a[i]));
+    for (int c = 0; c < m; c++) {
+        int p = c;
+        for (int r = c + 1; r < m; r++) if (fabs(a[r * m + c]) > fabs(a[p * m + c])) p = r;
+        if (!(fabs(a[p * m + c]) > 1e-12 * big)) return false;
+        piv[c] = p;
+        for (int k = 0; k < m; k++) {
+            double t = a[c * m + k];
+            a[c * m + k] = a[p * m + k];
+            a[p * m + k] = t;
+        }
+        double d = 1 / a[c * m + c];
+        a[c * m + c] = 1;
+        for (int k = 0; k < m; k++) a[c * m + k] *= d;
+        for (int r = 0; r < m; r++) {
+            if (r == c || a[r * m + c] == 0) continue;
+            double g = a[r * m + c];
+            a[r * m + c] = 0;
+            for (int k = 0; k < m; k++) a[r * m + k] -= g * a[c * m + k];
+        }
+    }
+    for (int c = m - 1; c >= 0; c--)     /* undo the row swaps as column swaps */
+        if (piv[c] != c)
+            for (int r = 0; r < m; r++) {
+                double t = a[r * m + c];
+                a[r * m + c] = a[r * m + piv[c]];
+                a[r * m + piv[c]] = t;
+            }
+    return true;
+}
+
+/* The null vectors of a linear circuit's dp/dw, for kernel_rates, each
+ * as a group: the vector u and the velocities without inertia (nodes
+ * that only resistors and sources meet) that D = dF/dw joins to it,
+ * directly or through each other.  Moving u changes the balance of
+ * those nodes too, so they move with it, and the group's move solves
+ * E'D N x = -E'F, with N = E the group's directions [u, e_j...].  A
+ * group is dropped where D joins it to another vector, or to more than
+ * EMN_KERN_MAX such nodes (a resistive grid: its nodes are tested as
+ * before), or where E'D N is singular (u undamped: its values set it).
+ * Moving u alone beside such a node put the move into that node's
+ * balance, which then alternated: a floating capacitor between
+ * resistive nodes took 98071 steps instead of 747. */
 static void kernel_setup(emn_integ *it)
 {
     emn_form *f = it->f;
     int n = it->n;
     if (!emn_form_is_linear(f) || it->o.method != EMN_METHOD_TRAP) return;
-    it->kptr = emn_xmalloc(((size_t)n + 1) * sizeof(int));
+    int *vptr = emn_xmalloc(((size_t)n + 1) * sizeof(int)), *vidx = emn_xmalloc(((size_t)n + 1) * sizeof(int));
+    signed char *vsg = emn_xmalloc((size_t)n + 1);
+    int nv = emn_form_mass_kernel(f, vptr, vidx, vsg);
+    if (nv == 0) {
+        free(vptr); free(vidx); free(vsg);
+        return;
+    }
+    /* D by columns */
+    const emn_cmat *D = &f->lin[3];
+    int *cp = emn_xcalloc((size_t)n + 2, sizeof(int)), *cr = emn_xmalloc((size_t)D->nnz * sizeof(int) + 1);
+    double *cv = emn_xmalloc((size_t)D->nnz * sizeof(double) + 1);
+    for (int e = 0; e < D->nnz; e++) cp[D->col[e] + 2]++;
+    for (int j = 0; j < n; j++) cp[j + 2] += cp[j + 1];
+    for (int r = 0; r < D->nrows; r++) {
+        int i = D->rows[r];
+        for (int e = D->rptr[i]; e < D->rptr[i + 1]; e++) {
+            int at = cp[D->col[e] + 1]++;
+            cr[at] = i;
+            cv[at] = D->val[e];
+        }
+    }
+    int *comp = emn_xmalloc(((size_t)n + 1) * sizeof(int)), *owner = emn_xmalloc(((size_t)n + 1) * sizeof(int));
+    int *pos = emn_xmalloc(((size_t)n + 1) * sizeof(int));      /* direction of a group's coordinate, -1 */
+    double *acc = emn_xcalloc((size_t)n + 1, sizeof(double));
+    int *touched = emn_xmalloc(((size_t)n + 1) * sizeof(int)), *seen = emn_xmalloc(((size_t)n + 1) * sizeof(int));
+    int stamp = 0;
+    for (int j = 0; j < n; j++) comp[j] = owner[j] = pos[j] = seen[j] = -1;
+    for (int k = 0; k < nv; k++)
+        for (int q = vptr[k]; q < vptr[k + 1]; q++) comp[vidx[q]] = k;
+    /* the kept groups, grown as found */
+    size_t cap_d = 64, cap_a = 64, nd = 0, nda = 0;
+    it->kptr = emn_xmalloc(((size_t)nv + 1) * sizeof(int));
     it->kidx = emn_xmalloc(((size_t)n + 1) * sizeof(int));
     it->ksign = emn_xmalloc((size_t)n + 1);
-    it->nkern = emn_form_mass_kernel(f, it->kptr, it->kidx, it->ksign);
-    if (it->nkern == 0) return;
-    int nk = it->nkern;
-    int *comp = emn_xmalloc(((size_t)n + 1) * sizeof(int)), *last = emn_xmalloc(((size_t)nk + 1) * sizeof(int));
-    signed char *sg = emn_xcalloc((size_t)n + 1, 1);
-    for (int j = 0; j < n; j++) comp[j] = -1;
-    for (int k = 0; k < nk; k++)
-        for (int q = it->kptr[k]; q < it->kptr[k + 1]; q++) {
-            comp[it->kidx[q]] = k;
-            sg[it->kidx[q]] = it->ksign[q];
-        }
-    const emn_cmat *D = &f->lin[3];
-    it->du_ptr = emn_xcalloc((size_t)nk + 2, sizeof(int));
-    /* count each vector's rows, then fill them (rows ascending, each
-     * once: a row's entries on one vector come together) */
-    for (int pass = 0; pass < 2; pass++) {
-        int *fill = pass ? emn_xmalloc(((size_t)nk + 1) * sizeof(int)) : NULL;
-        if (pass) {
-            for (int k = 0; k < nk; k++) it->du_ptr[k + 1] += it->du_ptr[k];
-            it->du_row = emn_xmalloc((size_t)it->du_ptr[nk] * sizeof(int) + 1);
-            it->du_val = emn_xcalloc((size_t)it->du_ptr[nk] + 1, sizeof(double));
-            for (int k = 0; k < nk; k++) fill[k] = it->du_ptr[k] - 1;
-        }
-        for (int k = 0; k < nk; k++) last[k] = -1;
-        for (int r = 0; r < D->nrows; r++) {
-            int j = D->rows[r];
-            for (int e = D->rptr[j]; e < D->rptr[j + 1]; e++) {
-                int k = comp[D->col[e]];
-                if (k < 0) continue;
-                if (last[k] != j) {
-                    last[k] = j;
-                    if (pass) it->du_row[++fill[k]] = j;
-                    else it->du_ptr[k + 1]++;
+    it->xptr = emn_xmalloc(((size_t)nv + 1) * sizeof(int));
+    it->xidx = emn_xmalloc(((size_t)n + 1) * sizeof(int));
+    it->gdir = emn_xmalloc(((size_t)nv + 1) * sizeof(int));
+    it->aoff = emn_xmalloc(((size_t)nv + 1) * sizeof(int));
+    it->dptr = emn_xmalloc(((size_t)n + nv + 2) * sizeof(int));
+    it->drow = emn_xmalloc(cap_d * sizeof(int));
+    it->dval = emn_xmalloc(cap_d * sizeof(double));
+    it->ainv = emn_xmalloc(cap_a * sizeof(double));
+    int g = 0, nq = 0, nx = 0, ndir = 0;
+    it->kptr[0] = it->xptr[0] = 0;
+    it->dptr[0] = 0;
+    for (int k = 0; k < nv; k++) {
+        int S[EMN_KERN_MAX], ns = 0;
+        bool ok = true;
+        /* grow the group: the rows of D's columns of u, then of each
+         * node taken in */
+        for (int step = -1; step < ns && ok; step++) {
+            int q0 = step < 0 ? vptr[k] : 0, q1 = step < 0 ? vptr[k + 1] : 1;
+            for (int q = q0; q < q1 && ok; q++) {
+                int c = step < 0 ? vidx[q] : S[step];
+                for (int e = cp[c]; e < cp[c + 1] && ok; e++) {
+                    int j = cr[e];
+                    if (comp[j] == k || it->inertia[j] || owner[j] == k) continue;
+                    if (comp[j] >= 0 || owner[j] >= 0 || ns == EMN_KERN_MAX) ok = false;
+                    else {
+                        owner[j] = k;
+                        S[ns++] = j;
+                    }
                 }
-                if (pass) it->du_val[fill[k]] += D->val[e] * sg[D->col[e]];
             }
         }
-        free(fill);
+        /* rows outside the group that D reaches must not be another
+         * vector's */
+        int m = 1 + ns;
+        for (int d = 0; d < m && ok; d++) {
+            int q0 = d == 0 ? vptr[k] : 0, q1 = d == 0 ? vptr[k + 1] : 1;
+            for (int q = q0; q < q1 && ok; q++) {
+                int c = d == 0 ? vidx[q] : S[d - 1];
+                for (int e = cp[c]; e < cp[c + 1] && ok; e++) ok = comp[cr[e]] < 0 || comp[cr[e]] == k;
+            }
+        }
+        double A[(EMN_KERN_MAX + 1) * (EMN_KERN_MAX + 1)];
+        size_t d0 = nd;
+        if (ok) {
+            for (int q = vptr[k]; q < vptr[k + 1]; q++) pos[vidx[q]] = 0;
+            for (int a = 0; a < ns; a++) pos[S[a]] = a + 1;
+            for (int d = 0; d < m; d++) {
+                /* D's column of direction d, summed into acc */
+                stamp++;
+                int nt = 0, q0 = d == 0 ? vptr[k] : 0, q1 = d == 0 ? vptr[k + 1] : 1;
+                for (int q = q0; q < q1; q++) {
+                    int c = d == 0 ? vidx[q] : S[d - 1];
+                    double sc = d == 0 ? vsg[q] : 1;
+                    for (int e = cp[c]; e < cp[c + 1]; e++) {
+                        if (seen[cr[e]] != stamp) {
+                            seen[cr[e]] = stamp;
+                            touched[nt++] = cr[e];
+                        }
+                        acc[cr[e]] += sc * cv[e];
+                    }
+                }
+                for (int r = 0; r < m; r++) A[r * m + d] = 0;
+                if (nd + (size_t)nt + 1 > cap_d) {
+                    while (nd + (size_t)nt + 1 > cap_d) cap_d *= 2;
+                    it->drow = emn_xrealloc(it->drow, cap_d * sizeof(int));
+                    it->dval = emn_xrealloc(it->dval, cap_d * sizeof(double));
+                }
+                for (int t = 0; t < nt; t++) {
+                    int j = touched[t];
+                    double v = acc[j];
+                    acc[j] = 0;
+                    if (pos[j] == 0) {
+                        for (int q = vptr[k]; q < vptr[k + 1]; q++)
+                            if (vidx[q] == j) A[d] += vsg[q] * v;
+                    } else if (pos[j] > 0) {
+                        A[pos[j] * m + d] += v;
+                    }
+                    it->drow[nd] = j;
+                    it->dval[nd++] = v;
+                }
+                it->dptr[ndir + d + 1] = (int)nd;
+            }
+            for (int q = vptr[k]; q < vptr[k + 1]; q++) pos[vidx[q]] = -1;
+            for (int a = 0; a < ns; a++) pos[S[a]] = -1;
+            ok = invert_small(A, m);
+        }
+        if (!ok) {
+            for (int a = 0; a < ns; a++) owner[S[a]] = -1;
+            nd = d0;
+            continue;
+        }
+        /* keep it */
+        it->gdir[g] = ndir;
+        ndir += m;
+        for (int q = vptr[k]; q < vptr[k + 1]; q++) {
+            it->kidx[nq] = vidx[q];
+            it->ksign[nq++] = vsg[q];
+        }
+        for (int a = 0; a < ns; a++) it->xidx[nx++] = S[a];
+        if (nda + (size_t)(m * m) > cap_a) {
+            while (nda + (size_t)(m * m) > cap_a) cap_a *= 2;
+            it->ainv = emn_xrealloc(it->ainv, cap_a * sizeof(double));
+        }
+        it->aoff[g] = (int)nda;
+        memcpy(it->ainv + nda, A, (size_t)(m * m) * sizeof(double));
+        nda += (size_t)(m * m);
+        g++;
+        it->kptr[g] = nq;
+        it->xptr[g] = nx;
     }
-    it->kgain = emn_xcalloc((size_t)nk + 1, sizeof(double));
-    for (int k = 0; k < nk; k++)
-        for (int e = it->du_ptr[k]; e < it->du_ptr[k + 1]; e++)
-            if (comp[it->du_row[e]] == k) it->kgain[k] += sg[it->du_row[e]] * it->du_val[e];
-    /* Only the damped ones stay (an undamped one's values set it), and
-     * of those only the ones whose move changes no other balance: a row
-     * of D u outside u must have inertia and be on no other vector.  A
-     * node without inertia (resistors only) beside u would need its own
-     * velocity moved with u's, and moving u's alone put the move into
-     * that node's balance, which then alternated: a floating capacitor
-     * between such nodes took 98071 steps instead of 747. */
-    int kept = 0, q0 = 0, e0 = 0;
-    for (int k = 0; k < nk; k++) {
-        int qa = it->kptr[k], qb = it->kptr[k + 1], ea = it->du_ptr[k], eb = it->du_ptr[k + 1];
-        bool alone = it->kgain[k] != 0;
-        for (int e = ea; e < eb && alone; e++) {
-            int j = it->du_row[e];
-            alone = comp[j] == k || (comp[j] < 0 && it->inertia[j]);
-        }
-        if (!alone) continue;
-        for (int q = qa; q < qb; q++, q0++) {
-            it->kidx[q0] = it->kidx[q];
-            it->ksign[q0] = it->ksign[q];
-        }
-        for (int e = ea; e < eb; e++, e0++) {
-            it->du_row[e0] = it->du_row[e];
-            it->du_val[e0] = it->du_val[e];
-        }
-        it->kgain[kept++] = it->kgain[k];
-        it->kptr[kept] = q0;
-        it->du_ptr[kept] = e0;
-    }
-    it->nkern = kept;
-    free(sg);
-    free(last);
-    free(comp);
+    it->nkern = g;
+    free(seen); free(touched); free(acc); free(pos); free(owner); free(comp);
+    free(cp); free(cr); free(cv);
+    free(vptr); free(vidx); free(vsg);
 }
 
 emn_integ *emn_integ_new(emn_form *f, const emn_integ_opts *o)
@@ -318,10 +440,14 @@ void emn_integ_free(emn_integ **pit)
     free(it->kptr);
     free(it->kidx);
     free(it->ksign);
-    free(it->du_ptr);
-    free(it->du_row);
-    free(it->du_val);
-    free(it->kgain);
+    free(it->xptr);
+    free(it->xidx);
+    free(it->gdir);
+    free(it->aoff);
+    free(it->dptr);
+    free(it->drow);
+    free(it->dval);
+    free(it->ainv);
     free(it->ztest);
     free(it->ztest_vz);
     free(it->alg);
@@ -1437,29 +1563,35 @@ static void kernel_rates(emn_integ *it)
 {
     double *w = it->w[0], *F = it->F[0];
     const double *scale = it->scale;
-    const int *idx = it->kidx;
-    const signed char *sg = it->ksign;
-    for (int k = 0; k < it->nkern; k++) {
-        int q0 = it->kptr[k], q1 = it->kptr[k + 1];
-        double r, terms;
-        if (q1 - q0 == 2) {     /* most are a pair */
-            r = sg[q0] * F[idx[q0]] + sg[q0 + 1] * F[idx[q0 + 1]];
-            terms = scale[idx[q0]] + scale[idx[q0 + 1]];
-        } else {
-            r = terms = 0;
-            for (int q = q0; q < q1; q++) {
-                r += sg[q] * F[idx[q]];
-                terms += scale[idx[q]];
-            }
+    for (int g = 0; g < it->nkern; g++) {
+        int q0 = it->kptr[g], q1 = it->kptr[g + 1], x0 = it->xptr[g], m = 1 + it->xptr[g + 1] - x0;
+        double r[EMN_KERN_MAX + 1], x[EMN_KERN_MAX + 1], t = 0;
+        bool move = false;
+        r[0] = 0;
+        for (int q = q0; q < q1; q++) {
+            r[0] += it->ksign[q] * F[it->kidx[q]];
+            t += scale[it->kidx[q]];
         }
-        /* a sum within the rounding of its terms is left as it is: a
-         * move would only be rounding too, and it would part the node
-         * from one an inductor alone ties it to (whose current, the
-         * difference of their flux linkages, is then exactly 0) */
-        if (fabs(r) <= 8 * DBL_EPSILON * terms) continue;
-        double c = -r / it->kgain[k];
-        for (int q = q0; q < q1; q++) w[idx[q]] += c * sg[q];
-        for (int e = it->du_ptr[k]; e < it->du_ptr[k + 1]; e++) F[it->du_row[e]] += c * it->du_val[e];
+        /* u's balance within the rounding of its terms is left as it
+         * is (the nodes beside it were never moved on their own): a move
+         * would only be rounding too, and it would part a node from one
+         * an inductor alone ties it to (whose current, the difference of
+         * their flux linkages, is then exactly 0) */
+        move = fabs(r[0]) > 8 * DBL_EPSILON * t;
+        if (!move) continue;
+        for (int a = 1; a < m; a++) r[a] = F[it->xidx[x0 + a - 1]];
+        const double *ai = it->ainv + it->aoff[g];
+        for (int d = 0; d < m; d++) {
+            double v = 0;
+            for (int e = 0; e < m; e++) v -= ai[d * m + e] * r[e];
+            x[d] = v;
+        }
+        for (int q = q0; q < q1; q++) w[it->kidx[q]] += x[0] * it->ksign[q];
+        for (int a = 1; a < m; a++) w[it->xidx[x0 + a - 1]] += x[a];
+        for (int d = 0; d < m; d++) {
+            int dir = it->gdir[g] + d;
+            for (int e = it->dptr[dir]; e < it->dptr[dir + 1]; e++) F[it->drow[e]] += x[d] * it->dval[e];
+        }
     }
 }
 

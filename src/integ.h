@@ -94,13 +94,16 @@ typedef struct emn_integ {
      * (neither zalg nor inertialess); the p test takes all but zalg */
     bool *ztest;
     int *pconst, npconst;   /* coordinates whose momentum is a constant (emn_form_momentum_const) */
-    /* a linear circuit's null vectors u of dp/dw (emn_form_mass_kernel),
-     * under the trapezoidal rule: vector k on coordinates kidx[q] with
-     * signs ksign[q], q in [kptr[k], kptr[k + 1]); D u (D = dF/dw) as
-     * values du_val on rows du_row, [du_ptr[k], du_ptr[k + 1]); u'D u */
-    int nkern, *kptr, *kidx, *du_ptr, *du_row;
+    /* a linear circuit's null vectors u of dp/dw (emn_form_mass_kernel)
+     * under the trapezoidal rule, each in a group with the velocities
+     * without inertia beside it (kernel_setup).  Group g: u on kidx[q]
+     * with signs ksign[q], q in [kptr[g], kptr[g + 1]); the nodes
+     * xidx[x], x in [xptr[g], xptr[g + 1]); its m directions' columns of
+     * dF/dw as drow/dval over [dptr[d], dptr[d + 1]), d from gdir[g]; the
+     * inverse of E'D N, m x m, at ainv + aoff[g] */
+    int nkern, *kptr, *kidx, *xptr, *xidx, *gdir, *dptr, *drow, *aoff;
     signed char *ksign;
-    double *du_val, *kgain;
+    double *dval, *ainv;
     /* the branches that give a coordinate's value a size
      * (emn_form_value_slots), and |value| of each at the trial point and
      * at the last accepted one */

@@ -741,14 +741,13 @@ done
 
 # The same capacitor between nodes beside resistive ones (random deck
 # r400): n1 and n2 meet only resistors and the source, so moving n3 and
-# n4 together would upset their balance too.  Moving n3's and n4's
-# velocities alone, as above, did so, and that balance alternated in
-# turn: 98071 steps instead of 747 (flux formulation).  Such a pair is
-# left to the error test.  Its time constants are 3 us (L5 with the
-# resistors) and about 6 us (C0), so 2 ms at 10 us wants some hundreds
-# of steps, not tens of thousands; at 2 ms the circuit is at its DC
-# state: L5 shorts n4, C0 blocks, v(n1) = v(n3) = -I R2 = -470 V,
-# v(n2) = v(n4) = 0.
+# n4 together upsets their balance too.  Moving n3's and n4's velocities
+# alone did so, and that balance alternated in turn: 98071 steps instead
+# of 747 (flux formulation).  n1 and n2 now move with the pair, in one
+# small solve.  Its time constants are 3 us (L5 with the resistors) and
+# about 6 us (C0), so 2 ms at 10 us wants some hundreds of steps, not
+# tens of thousands; at 2 ms the circuit is at its DC state: L5 shorts
+# n4, C0 blocks, v(n1) = v(n3) = -I R2 = -470 V, v(n2) = v(n4) = 0.
 cat >"$WORK/cbeside.cir" <<'EOF'
 floating capacitor beside resistive nodes
 I1 n1 0 DC 1
@@ -773,6 +772,35 @@ for form in charge flux; do
                                              print "at t = " $1 ": " $0; exit 1 } }')
     ok $([ $rc -eq 0 ] && [ -z "$msg" ]; echo $?) "cbeside $form: the DC state at 2 ms" "exit status $rc" "$msg" "$err"
     ok $([ -n "$steps" ] && [ "$steps" -lt 5000 ]; echo $?) "cbeside $form: fewer than 5000 steps" "$err"
+done
+
+# Random deck r444: the pair n2, n4 (C0 between them, nothing else's
+# capacitance) beside n1, which only resistors and the source meet.
+# Before its group moved together, the flux formulation stopped at
+# 1.35 us ("time step too small").  At 2 ms, the DC state: L2 || L3
+# short n4, C0 blocks, v(n1) = -I (Rgn1 || R4) = -909.09 V, the rest 0.
+cat >"$WORK/cbeside2.cir" <<'EOF'
+floating capacitor beside a resistive node, driven through it
+I1 n1 0 DC 1
+C0 n2 n4 10n
+C1 0 n3 10n
+L2 0 n4 100u
+L3 n4 0 100u
+R4 n4 n1 10k
+Rgn1 n1 0 1k
+Rgn2 n2 0 10k
+Rgn3 n3 0 10k
+.tran 10u 2m uic
+.print tran v(n1) v(n2) v(n3) v(n4)
+.end
+EOF
+for form in charge flux; do
+    run_emnet -form $form -tran cbeside2.cir
+    last=$(printf '%s\n' "$out" | tail -1)
+    msg=$(printf '%s\n' "$last" | awk '{ d1 = $2 + 1e4 / 11; if (d1 < 0) d1 = -d1
+                                         if (d1 > 0.9 || $3 * $3 > 0.9 ^ 2 || $4 * $4 > 0.9 ^ 2 || $5 * $5 > 0.9 ^ 2) {
+                                             print "at t = " $1 ": " $0; exit 1 } }')
+    ok $([ $rc -eq 0 ] && [ -z "$msg" ]; echo $?) "cbeside2 $form: the DC state at 2 ms" "exit status $rc" "$msg" "$err"
 done
 
 done_testing
