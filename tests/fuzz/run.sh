@@ -12,8 +12,10 @@ secs=${1:-600}
 bin=${2:-$top/tests/fuzz/build-libfuzzer/fuzz_netlist}
 work=$top/tests/fuzz/work
 mkdir -p "$work/corpus" "$work/seeds"
-# The seeds: every netlist and include file in the repository.
-find "$top/netlists" "$top/tests" -type f \( -name '*.cir' -o -name '*.inc' -o -name '*.sp' \) |
+# The seeds: every netlist and include file in the repository (not the
+# copies a run before this one left in $work: their names grow with each
+# run, past what the file system takes).
+find "$top/netlists" "$top/tests" -path "$work" -prune -o -type f \( -name '*.cir' -o -name '*.inc' -o -name '*.sp' \) -print |
 while read -r f; do
     cp "$f" "$work/seeds/$(echo "$f" | sed "s|$top/||; s|/|_|g")"
 done
