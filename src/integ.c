@@ -98,42 +98,21 @@ static void mech_tolerances(emn_integ *it, int j0, int j1)
  * besides the vector itself (kernel_setup). */
 #define EMN_KERN_MAX 16
 
-/* m x m matrix a (row-major) inverted in place by Gauss-Jordan with
- * partial pivoting; false if a pivot is below 1e-12 of the largest
- * entry. */
-static bool invert_small(double *a, int m)
+/* S = the block-diagonal matrix of nb dense blocks: block g, dim[g] x
+ * dim[g] and row-major at val + voff[g], from row and column off[g]. */
+static void blocks_sparse(emn_sparse *S, int n, int nb, const int *off, const int *dim, const double *val,
+                          const int *voff)
 {
-    int piv[EMN_KERN_MAX + 1];
-    double big = 0;
-    for (int i = 0; i < m * m; i++) big = fmax(big, fabs(a[i]));
-    for (int c = 0; c < m; c++) {
-        int p = c;
-        for (int r = c + 1; r < m; r++) if (fabs(a[r * m + c]) > fabs(a[p * m + c])) p = r;
-        if (!(fabs(a[p * m + c]) > 1e-12 * big)) return false;
-        piv[c] = p;
-        for (int k = 0; k < m; k++) {
-            double t = a[c * m + k];
-            a[c * m + k] = a[p * m + k];
-            a[p * m + k] = t;
-        }
-        double d = 1 / a[c * m + c];
-        a[c * m + c] = 1;
-        for (int k = 0; k < m; k++) a[c * m + k] *= d;
-        for (int r = 0; r < m; r++) {
-            if (r == c || a[r * m + c] == 0) continue;
-            double g = a[r * m + c];
-            a[r * m + c] = 0;
-            for (int k = 0; k < m; k++) a[r * m + k] -= g * a[c * m + k];
-        }
-    }
-    for (int c = m - 1; c >= 0; c--)     /* undo the row swaps as column swaps */
-        if (piv[c] != c)
-            for (int r = 0; r < m; r++) {
-                double t = a[r * m + c];
-                a[r * m + c] = a[r * m + piv[c]];
-                a[r * m + piv[c]] = t;
-            }
-    return true;
+    emn_sparse_init(S, n);
+    for (int g = 0; g < nb; g++)
+        for (int r = 0; r < dim[g]; r++)
+            for (int d = 0; d < dim[g]; d++) emn_sparse_reserve(S, off[g] + r, off[g] + d);
+    emn_sparse_finalize(S);
+    emn_sparse_zero(S);
+    for (int g = 0; g < nb; g++)
+        for (int r = 0; r < dim[g]; r++)
+            for (int d = 0; d < dim[g]; d++)
+                S->Ax[emn_sparse_find(S, off[g] + r, off[g] + d)] = val[voff[g] + r * dim[g] + d];
 }
 
 /* The null vectors of a linear circuit's dp/dw, for kernel_rates, each
@@ -141,7 +120,8 @@ static bool invert_small(double *a, int m)
  * that only resistors and sources meet) that D = dF/dw joins to it,
  * directly or through each other.  Moving u changes the balance of
  * those nodes too, so they move with it, and the group's move solves
- * E'D N x = -E'F, with N = E the group's directions [u, e_j...].  A
+ * E'D N x = -E'F, with N = E the group's directions [u, e_j...]: all
+ * groups' blocks factored once together (one emn_lu).  A
  * group is dropped where D joins it to another vector, or to more than
  * EMN_KERN_MAX such nodes (a resistive grid: its nodes are tested as
  * before), or where E'D N is singular (u undamped: its values set it).
@@ -190,11 +170,11 @@ static void kernel_setup(emn_integ *it)
     it->xptr = emn_xmalloc(((size_t)nv + 1) * sizeof(int));
     it->xidx = emn_xmalloc(((size_t)n + 1) * sizeof(int));
     it->gdir = emn_xmalloc(((size_t)nv + 1) * sizeof(int));
-    it->aoff = emn_xmalloc(((size_t)nv + 1) * sizeof(int));
+    int *boff = emn_xmalloc(((size_t)nv + 1) * sizeof(int)), *bdim = emn_xmalloc(((size_t)nv + 1) * sizeof(int));
     it->dptr = emn_xmalloc(((size_t)n + nv + 2) * sizeof(int));
     it->drow = emn_xmalloc(cap_d * sizeof(int));
     it->dval = emn_xmalloc(cap_d * sizeof(double));
-    it->ainv = emn_xmalloc(cap_a * sizeof(double));
+    double *blk = emn_xmalloc(cap_a * sizeof(double));      /* the kept groups' E'D N */
     int g = 0, nq = 0, nx = 0, ndir = 0;
     it->kptr[0] = it->xptr[0] = 0;
     it->dptr[0] = 0;
@@ -271,7 +251,13 @@ static void kernel_setup(emn_integ *it)
             }
             for (int q = vptr[k]; q < vptr[k + 1]; q++) pos[vidx[q]] = -1;
             for (int a = 0; a < ns; a++) pos[S[a]] = -1;
-            ok = invert_small(A, m);
+            emn_sparse B;
+            int zero = 0;
+            blocks_sparse(&B, m, 1, &zero, &m, A, &zero);
+            emn_lu *lu = emn_lu_new();
+            ok = emn_lu_factor(lu, &B, NULL) == 0;
+            emn_lu_free(&lu);
+            emn_sparse_free(&B);
         }
         if (!ok) {
             for (int a = 0; a < ns; a++) owner[S[a]] = -1;
@@ -288,16 +274,25 @@ static void kernel_setup(emn_integ *it)
         for (int a = 0; a < ns; a++) it->xidx[nx++] = S[a];
         if (nda + (size_t)(m * m) > cap_a) {
             while (nda + (size_t)(m * m) > cap_a) cap_a *= 2;
-            it->ainv = emn_xrealloc(it->ainv, cap_a * sizeof(double));
+            blk = emn_xrealloc(blk, cap_a * sizeof(double));
         }
-        it->aoff[g] = (int)nda;
-        memcpy(it->ainv + nda, A, (size_t)(m * m) * sizeof(double));
+        boff[g] = (int)nda;
+        bdim[g] = m;
+        memcpy(blk + nda, A, (size_t)(m * m) * sizeof(double));
         nda += (size_t)(m * m);
         g++;
         it->kptr[g] = nq;
         it->xptr[g] = nx;
     }
     it->nkern = g;
+    if (g > 0) {
+        blocks_sparse(&it->kA, ndir, g, it->gdir, bdim, blk, boff);
+        it->klu = emn_lu_new();
+        if (emn_lu_factor(it->klu, &it->kA, NULL) < 0) it->nkern = 0;      /* each block factored alone */
+        it->kx = emn_xcalloc((size_t)ndir + 1, sizeof(double));
+        it->kmove = emn_xcalloc((size_t)g + 1, sizeof(bool));
+    }
+    free(blk); free(boff); free(bdim);
     free(seen); free(touched); free(acc); free(pos); free(owner); free(comp);
     free(cp); free(cr); free(cv);
     free(vptr); free(vidx); free(vsg);
@@ -443,11 +438,13 @@ void emn_integ_free(emn_integ **pit)
     free(it->xptr);
     free(it->xidx);
     free(it->gdir);
-    free(it->aoff);
+    emn_lu_free(&it->klu);
+    if (it->kx) emn_sparse_free(&it->kA);
+    free(it->kx);
+    free(it->kmove);
     free(it->dptr);
     free(it->drow);
     free(it->dval);
-    free(it->ainv);
     free(it->ztest);
     free(it->ztest_vz);
     free(it->alg);
@@ -1556,20 +1553,21 @@ static void alg_rates(emn_integ *it)
  * between two nodes from rest, the far node's voltage decayed towards
  * zero under an alternation that did not, and the error test, which
  * measures the velocity against its own size, cut the step to nothing
- * (flux formulation).  The velocities move along u until u'F is zero;
- * p does not change (dp/dw u = 0), F by D u times the move.  (Linear
- * circuits only: there D is constant.) */
+ * (flux formulation).  Each group's velocities (u and the resistive
+ * nodes beside it) move until their balances are zero, all groups in one
+ * solve with kA; p does not change (dp/dw u = 0 and those nodes have
+ * none), F by D times the move.  (Linear circuits only: there D is
+ * constant.) */
 static void kernel_rates(emn_integ *it)
 {
-    double *w = it->w[0], *F = it->F[0];
+    double *w = it->w[0], *F = it->F[0], *x = it->kx;
     const double *scale = it->scale;
+    bool any = false;
     for (int g = 0; g < it->nkern; g++) {
         int q0 = it->kptr[g], q1 = it->kptr[g + 1], x0 = it->xptr[g], m = 1 + it->xptr[g + 1] - x0;
-        double r[EMN_KERN_MAX + 1], x[EMN_KERN_MAX + 1], t = 0;
-        bool move = false;
-        r[0] = 0;
+        double r = 0, t = 0, *xg = x + it->gdir[g];
         for (int q = q0; q < q1; q++) {
-            r[0] += it->ksign[q] * F[it->kidx[q]];
+            r += it->ksign[q] * F[it->kidx[q]];
             t += scale[it->kidx[q]];
         }
         /* u's balance within the rounding of its terms is left as it
@@ -1577,20 +1575,22 @@ static void kernel_rates(emn_integ *it)
          * would only be rounding too, and it would part a node from one
          * an inductor alone ties it to (whose current, the difference of
          * their flux linkages, is then exactly 0) */
-        move = fabs(r[0]) > 8 * DBL_EPSILON * t;
-        if (!move) continue;
-        for (int a = 1; a < m; a++) r[a] = F[it->xidx[x0 + a - 1]];
-        const double *ai = it->ainv + it->aoff[g];
-        for (int d = 0; d < m; d++) {
-            double v = 0;
-            for (int e = 0; e < m; e++) v -= ai[d * m + e] * r[e];
-            x[d] = v;
-        }
-        for (int q = q0; q < q1; q++) w[it->kidx[q]] += x[0] * it->ksign[q];
-        for (int a = 1; a < m; a++) w[it->xidx[x0 + a - 1]] += x[a];
+        it->kmove[g] = fabs(r) > 8 * DBL_EPSILON * t;
+        any = any || it->kmove[g];
+        xg[0] = it->kmove[g] ? -r : 0;
+        for (int a = 1; a < m; a++) xg[a] = it->kmove[g] ? -F[it->xidx[x0 + a - 1]] : 0;
+    }
+    if (!any) return;
+    emn_lu_solve(it->klu, x);
+    for (int g = 0; g < it->nkern; g++) {
+        if (!it->kmove[g]) continue;
+        int q0 = it->kptr[g], q1 = it->kptr[g + 1], x0 = it->xptr[g], m = 1 + it->xptr[g + 1] - x0;
+        const double *xg = x + it->gdir[g];
+        for (int q = q0; q < q1; q++) w[it->kidx[q]] += xg[0] * it->ksign[q];
+        for (int a = 1; a < m; a++) w[it->xidx[x0 + a - 1]] += xg[a];
         for (int d = 0; d < m; d++) {
             int dir = it->gdir[g] + d;
-            for (int e = it->dptr[dir]; e < it->dptr[dir + 1]; e++) F[it->drow[e]] += x[d] * it->dval[e];
+            for (int e = it->dptr[dir]; e < it->dptr[dir + 1]; e++) F[it->drow[e]] += xg[d] * it->dval[e];
         }
     }
 }

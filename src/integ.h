@@ -99,11 +99,16 @@ typedef struct emn_integ {
      * without inertia beside it (kernel_setup).  Group g: u on kidx[q]
      * with signs ksign[q], q in [kptr[g], kptr[g + 1]); the nodes
      * xidx[x], x in [xptr[g], xptr[g + 1]); its m directions' columns of
-     * dF/dw as drow/dval over [dptr[d], dptr[d + 1]), d from gdir[g]; the
-     * inverse of E'D N, m x m, at ainv + aoff[g] */
-    int nkern, *kptr, *kidx, *xptr, *xidx, *gdir, *dptr, *drow, *aoff;
+     * dF/dw as drow/dval over [dptr[d], dptr[d + 1]), d from gdir[g];
+     * kA the groups' E'D N, block g from row and column gdir[g], factored
+     * in klu; kx its right-hand side and solution, kmove the groups that
+     * move at this step */
+    int nkern, *kptr, *kidx, *xptr, *xidx, *gdir, *dptr, *drow;
     signed char *ksign;
-    double *dval, *ainv;
+    double *dval, *kx;
+    bool *kmove;
+    emn_sparse kA;
+    emn_lu *klu;
     /* the branches that give a coordinate's value a size
      * (emn_form_value_slots), and |value| of each at the trial point and
      * at the last accepted one */
