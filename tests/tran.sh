@@ -78,6 +78,16 @@ check_analytic() {
     check $? "$name" "$msg"
 }
 
+# check_rows all|last NAME BAD: the run exited 0 and none of its data rows
+# (or its last) is BAD, an awk condition on the row's fields (abs() at
+# hand)
+check_rows() {
+    local msg
+    msg=$(printf '%s\n' "$out" | sed 1d | { if [ "$1" = last ]; then tail -1; else cat; fi; } |
+          awk 'function abs(x) { return x < 0 ? -x : x } { if ('"$3"') { print "at t = " $1 ": " $0; exit 1 } }')
+    ok $([ $rc -eq 0 ] && [ -z "$msg" ]; echo $?) "$2" "exit status $rc" "$msg" "$err"
+}
+
 # check_times TABLE TSTEP NROWS NAME: the rows are t = k*TSTEP, k = 0..NROWS-1.
 check_times() {
     local msg
@@ -553,10 +563,7 @@ R2 b 0 1k
 EOF
 for form in charge flux; do
     run_emnet -q -form $form -tran c_on_v.cir
-    msg=$(printf '%s\n' "$out" | awk 'NR > 1 { i = $2 < 0 ? -$2 : $2; d = $3 - 1e-6; if (d < 0) d = -d
-                                       if (i > 1e-9 || d > 1e-12) { print "t = " $1 ": " $0; exit 1 } }')
-    ok $([ $rc -eq 0 ] && [ -z "$msg" ]; echo $?) "c_on_v $form: i(c2) ~ 0 and q(c2) = 1 uC from t = 0" \
-        "exit status $rc" "$msg" "$err"
+    check_rows all "c_on_v $form: i(c2) ~ 0 and q(c2) = 1 uC from t = 0" 'abs($2) > 1e-9 || abs($3 - 1e-6) > 1e-12'
 done
 
 # The same through a divider: V1 (1 V) across C1 = 1u in series with
@@ -599,10 +606,7 @@ L1 a 0 1m
 EOF
 for form in charge flux; do
     run_emnet -q -form $form -tran i_on_l.cir
-    msg=$(printf '%s\n' "$out" | awk 'NR > 1 { d = $2 - 1e-3; d = d < 0 ? -d : d; v = $3 < 0 ? -$3 : $3
-                                       if (d > 1e-12 || v > 1e-9) { print "t = " $1 ": " $0; exit 1 } }')
-    ok $([ $rc -eq 0 ] && [ -z "$msg" ]; echo $?) "i_on_l $form: i(L1) = 1 mA and v(a) = 0 from t = 0" \
-        "exit status $rc" "$msg" "$err"
+    check_rows all "i_on_l $form: i(L1) = 1 mA and v(a) = 0 from t = 0" 'abs($2 - 1e-3) > 1e-12 || abs($3) > 1e-9'
 done
 
 # 1 A into R1 = 1k || L1 = 1m from rest: node a has no capacitance, so
@@ -763,18 +767,10 @@ Rgn2 n2 0 1k
 .print tran v(n1) v(n2) v(n3) v(n4)
 .end
 EOF
-# check_last_row NAME BAD: the run exited 0 and its last row is not BAD,
-# an awk condition on its fields (abs() at hand)
-check_last_row() {
-    local msg
-    msg=$(printf '%s\n' "$out" | tail -1 |
-          awk 'function abs(x) { return x < 0 ? -x : x } { if ('"$2"') { print "at t = " $1 ": " $0; exit 1 } }')
-    ok $([ $rc -eq 0 ] && [ -z "$msg" ]; echo $?) "$1" "exit status $rc" "$msg" "$err"
-}
 for form in charge flux; do
     run_emnet -form $form -tran cbeside.cir
     steps=$(printf '%s\n' "$err" | sed -n 's/.* \([0-9]*\) steps.*/\1/p')
-    check_last_row "cbeside $form: the DC state at 2 ms" \
+    check_rows last "cbeside $form: the DC state at 2 ms" \
         'abs($2 + 470) > 0.47 || abs($4 + 470) > 0.47 || abs($3) > 0.47 || abs($5) > 0.47'
     ok $([ -n "$steps" ] && [ "$steps" -lt 5000 ]; echo $?) "cbeside $form: fewer than 5000 steps" "$err"
 done
@@ -801,7 +797,7 @@ Rgn3 n3 0 10k
 EOF
 for form in charge flux; do
     run_emnet -form $form -tran cbeside2.cir
-    check_last_row "cbeside2 $form: the DC state at 2 ms" \
+    check_rows last "cbeside2 $form: the DC state at 2 ms" \
         'abs($2 + 1e4 / 11) > 0.9 || abs($3) > 0.9 || abs($4) > 0.9 || abs($5) > 0.9'
 done
 
