@@ -82,6 +82,9 @@ typedef struct emn_integ {
      * value, and its velocity is the formula's derivative of that */
     bool *zalg;
     int *alg, nalg;
+    /* |dF_j/dz_j| of alg[k] at k, where its constraint is a sum of
+     * linear branches' (emn_form_value_slots); else 0 */
+    double *alg_k;
     /* coordinates whose value matters, not zalg, without inertia (a node
      * that only inductors and resistors meet): their velocity is set at
      * each instant by the others and alternates under the trapezoidal

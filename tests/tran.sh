@@ -735,6 +735,9 @@ for form in charge flux; do
     tran ctank_sin -form $form -reltol 1e-5
     check $rc "ctank_sin $form, reltol 1e-5 (exit 0)" "exit status $rc" "$err"
     check_analytic "$WORK/tbl" 5e-4 "ctank_sin $form, reltol 1e-5: within 5e-4 of the Runge-Kutta solution" "$CTANK_SIN"
+    tran ctank_sin -form $form -reltol 1e-6
+    check $rc "ctank_sin $form, reltol 1e-6 (exit 0)" "exit status $rc" "$err"
+    check_analytic "$WORK/tbl" 1e-4 "ctank_sin $form, reltol 1e-6: within 1e-4 of the Runge-Kutta solution" "$CTANK_SIN"
 done
 
 # 1 A drawn through C0 = 10n, a capacitor between two nodes that nothing
