@@ -97,6 +97,13 @@ typedef struct emn_integ {
      * (neither zalg nor inertialess); the p test takes all but zalg */
     bool *ztest;
     int *pconst, npconst;   /* coordinates whose momentum is a constant (emn_form_momentum_const) */
+    /* a linear circuit's null spaces of dp/dw under the trapezoidal rule
+     * (null_setup): block b of dp/dw on coordinates nidx[nptr[b] ..
+     * nptr[b + 1]), its nk[b] orthonormal null vectors one after another
+     * from nvec + nvoff[b] */
+    int nnull, *nptr, *nidx, *nk;
+    size_t *nvoff;
+    double *nvec;
     /* a linear circuit's null vectors u of dp/dw (emn_form_mass_kernel)
      * under the trapezoidal rule, each in a group with the velocities
      * without inertia beside it (kernel_setup).  Group g: u on kidx[q]

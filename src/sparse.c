@@ -2458,3 +2458,44 @@ void emn_lu_free(emn_lu **plu)
     free(lu);
     *plu = NULL;
 }
+
+/* Sweeps of rotations, each zeroing every off-diagonal entry in turn,
+ * until the off-diagonal part is at rounding of the whole. */
+void emn_sym_eigen(double *a, int m, double *d, double *v)
+{
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < m; j++) v[i * m + j] = i == j;
+    for (int sweep = 0; sweep < 64; sweep++) {
+        double off = 0, all = 0;
+        for (int i = 0; i < m; i++)
+            for (int j = 0; j < m; j++) {
+                all += a[i * m + j] * a[i * m + j];
+                if (i != j) off += a[i * m + j] * a[i * m + j];
+            }
+        if (off <= DBL_EPSILON * DBL_EPSILON * all) break;
+        for (int p = 0; p < m; p++)
+            for (int q = p + 1; q < m; q++) {
+                double apq = a[p * m + q];
+                if (apq == 0) continue;
+                double th = (a[q * m + q] - a[p * m + p]) / (2 * apq);
+                double t = (th >= 0 ? 1 : -1) / (fabs(th) + sqrt(th * th + 1));
+                double c = 1 / sqrt(t * t + 1), sn = t * c;
+                for (int k = 0; k < m; k++) {       /* columns p, q */
+                    double x = a[k * m + p], y = a[k * m + q];
+                    a[k * m + p] = c * x - sn * y;
+                    a[k * m + q] = sn * x + c * y;
+                }
+                for (int k = 0; k < m; k++) {       /* rows p, q */
+                    double x = a[p * m + k], y = a[q * m + k];
+                    a[p * m + k] = c * x - sn * y;
+                    a[q * m + k] = sn * x + c * y;
+                }
+                for (int k = 0; k < m; k++) {       /* vectors p, q */
+                    double x = v[p * m + k], y = v[q * m + k];
+                    v[p * m + k] = c * x - sn * y;
+                    v[q * m + k] = sn * x + c * y;
+                }
+            }
+    }
+    for (int i = 0; i < m; i++) d[i] = a[i * m + i];
+}

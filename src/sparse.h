@@ -145,4 +145,10 @@ const int *emn_lu_order(const emn_lu *lu);
 size_t emn_lu_bytes(const emn_lu *lu);
 void emn_lu_free(emn_lu **lu);
 
+/* The eigenvalues d[0 .. m) and orthonormal eigenvectors v (m each, one
+ * after another, v + i m for d[i]) of the symmetric m x m matrix a
+ * (row-major; destroyed), by cyclic Jacobi rotations: for small dense
+ * blocks. */
+void emn_sym_eigen(double *a, int m, double *d, double *v);
+
 #endif

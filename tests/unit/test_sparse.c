@@ -1305,9 +1305,85 @@ static void test_empty(void)
     emn_sparse_free(&A);
 }
 
+/* emn_sym_eigen on a matrix made from known eigenvalues, Q diag(l) Q'
+ * with Q a Householder reflection (orthogonal by construction, nothing
+ * of the routine's), and on an inductance matrix sum L_b a_b a_b' of
+ * +-1 branch incidences a_b, whose null space is that of the incidences:
+ * the vectors come out orthonormal, A v = d v, the eigenvalues are the
+ * known ones, and those of the singular one at rounding. */
+static void test_eigen(void)
+{
+    enum { M = 7 };
+    double l[M] = {3.5, -1.25, 0, 2, 1e-3, 0, 7}, w[M], q[M * M], a[M * M], a0[M * M], d[M], v[M * M];
+    double ww = 0;
+    for (int i = 0; i < M; i++) ww += (w[i] = rnd_unit() + (i == 2 ? 2 : 0)) * w[i];
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < M; j++) q[i * M + j] = (i == j) - 2 * w[i] * w[j] / ww;
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < M; j++) {
+            double x = 0;
+            for (int k = 0; k < M; k++) x += q[i * M + k] * l[k] * q[j * M + k];
+            a[i * M + j] = a0[i * M + j] = x;
+        }
+    emn_sym_eigen(a, M, d, v);
+    double orth = 0, res = 0;
+    for (int i = 0; i < M; i++) {
+        for (int j = 0; j < M; j++) {
+            double x = 0;
+            for (int k = 0; k < M; k++) x += v[i * M + k] * v[j * M + k];
+            orth = fmax(orth, fabs(x - (i == j)));
+        }
+        for (int r = 0; r < M; r++) {
+            double x = -d[i] * v[i * M + r];
+            for (int k = 0; k < M; k++) x += a0[r * M + k] * v[i * M + k];
+            res = fmax(res, fabs(x));
+        }
+    }
+    /* the eigenvalues as a set: each known one matched by a computed one */
+    double miss = 0;
+    bool used[M] = {false};
+    for (int i = 0; i < M; i++) {
+        int best = -1;
+        for (int k = 0; k < M; k++)
+            if (!used[k] && (best < 0 || fabs(d[k] - l[i]) < fabs(d[best] - l[i]))) best = k;
+        used[best] = true;
+        miss = fmax(miss, fabs(d[best] - l[i]));
+    }
+    ok(orth < 1e-13 && res < 1e-13 && miss < 1e-13, "eigen: Q diag(l) Q' gives l, orthonormal vectors, A v = d v (%.3g, %.3g, %.3g)",
+       orth, res, miss);
+
+    /* loops q1..q5 through four inductors: (q1 - q2 + q4), (q2 + q3 -
+     * q5), (q3), (q4): null space {q4 = q3 = 0, q1 = q2, q2 = q5}, one
+     * vector (1, 1, 0, 0, 1) / sqrt 3 */
+    enum { N = 5 };
+    const double L[4] = {1e-3, 1e-2, 1e-4, 1e-3};
+    const double inc[4][N] = {{1, -1, 0, 1, 0}, {0, 1, 1, 0, -1}, {0, 0, 1, 0, 0}, {0, 0, 0, 1, 0}};
+    double b[N * N] = {0}, e[N], u[N * N];
+    for (int k = 0; k < 4; k++)
+        for (int i = 0; i < N; i++)
+            for (int j = 0; j < N; j++) b[i * N + j] += L[k] * inc[k][i] * inc[k][j];
+    emn_sym_eigen(b, N, e, u);
+    int nnull = 0, at = -1;
+    double top = 0;
+    for (int i = 0; i < N; i++) top = fmax(top, fabs(e[i]));
+    for (int i = 0; i < N; i++)
+        if (fabs(e[i]) <= 1e-10 * top) {
+            nnull++;
+            at = i;
+        }
+    double off = 0;
+    for (int i = 0; i < N && at >= 0; i++) {
+        double want = (i == 0 || i == 1 || i == 4) / sqrt(3);
+        off = fmax(off, fabs(fabs(u[at * N + i]) - want));
+    }
+    ok(nnull == 1 && off < 1e-12, "eigen: an inductance matrix's one null vector, (1, 1, 0, 0, 1)/sqrt 3 (%d, %.3g)", nnull,
+       off);
+}
+
 int main(void)
 {
     test_empty();
+    test_eigen();
     test_pattern();
     test_random_solve();
     test_refactor_path();
