@@ -2,8 +2,9 @@
 # ngspice.sh: linear circuits through emnet and through ngspice.
 #
 # The netlists (RC, series RLC, an RLC ladder driven by PULSE and PWL
-# sources, two LC circuits coupled by K, and bench's 20 x 20 RLC mesh; an
-# LC tank riding on kilovolts at emnet's default tolerances)
+# sources, two LC circuits coupled by K, a network of inductor loops, and
+# bench's 20 x 20 RLC mesh; an LC tank riding on kilovolts at emnet's
+# default tolerances)
 # use only SPICE syntax, so ngspice runs the same element lines: the
 # script drops the .print line, adds tight tolerances and a .control
 # block that linearizes ngspice's result onto the .tran output grid and
@@ -18,7 +19,7 @@ NETS="$TESTS_DIR/netlists/tran"
 # NET:signals ngspice can name (node voltages, inductor and source
 # currents); they are compared wherever emnet's .print has them
 CASES="rc:v(out)+i(v1) rlc:v(b)+i(l1)+v(a)+v(a,b) ladder_src:v(b)+v(d)+i(l1)+i(l2)+i(v1)+v(a,b)
-       lc_k:i(l1)+i(l2)+v(b)+v(a)+i(v1) pad_pwl:v(g)+v(x)+i(l1)+i(v1)"
+       lc_k:i(l1)+i(l2)+v(b)+v(a)+i(v1) pad_pwl:v(g)+v(x)+i(l1)+i(v1) lloops:v(n1)+v(n2)+v(n3)+i(l3)"
 
 PAD_CHARGE_TODO="charge formulation: v(x) is L di/dt, a derivative of the loop current that no error test holds"
 
