@@ -869,4 +869,34 @@ for form in charge flux; do
     ok $([ -n "$steps" ] && [ "$steps" -lt 5000 ]; echo $?) "lnull $form: fewer than 5000 steps" "$err"
 done
 
+# Random deck r118, flux formulation: n1 has no capacitance, and L5
+# reads its flux linkage; the consistent start's residual at n1, carried
+# from step to step by the trapezoidal rule and flipped in sign,
+# alternated its voltage, which the error test of the steps after a
+# breakpoint reads: 658221 steps for 2 ms.  At 2 ms, the DC state: L5
+# shorts n1, and with it every node is at 0 V; L5 carries the 1 A.
+cat >"$WORK/lvz.cir" <<'EOF'
+a node without capacitance that an inductor reads, DC source from rest
+I1 n1 0 DC 1
+R0 n2 0 10k
+C1 n3 n2 10n
+R2 0 n3 1k
+R3 0 n2 10k
+C4 n3 0 100n
+L5 0 n1 1m
+R6 n1 0 10k
+R7 n1 n3 10k
+Rgn2 n2 0 1k
+.tran 10u 2m uic
+.print tran v(n1) v(n2) v(n3) i(l5)
+.end
+EOF
+for form in charge flux; do
+    run_emnet -form $form -tran lvz.cir
+    steps=$(printf '%s\n' "$err" | sed -n 's/.* \([0-9]*\) steps.*/\1/p')
+    check_rows last "lvz $form: the DC state at 2 ms" \
+        'abs($2) > 1e-3 || abs($3) > 1e-3 || abs($4) > 1e-3 || abs($5 - 1) > 1e-6'
+    ok $([ -n "$steps" ] && [ "$steps" -lt 5000 ]; echo $?) "lvz $form: fewer than 5000 steps" "$err"
+done
+
 done_testing
