@@ -2804,14 +2804,6 @@ void emn_form_value_slots(const emn_form *f, int *ptr, int **sl)
     free(other);
 }
 
-double emn_form_stiffness(const emn_form *f, int j)
-{
-    const emn_cmat *M = &f->lin[2];
-    for (int k = M->rptr[j]; k < M->rptr[j + 1]; k++)
-        if (M->col[k] == j) return M->val[k];
-    return 0;
-}
-
 int emn_form_check_values(emn_form *f, const double *z, double *value)
 {
     const emn_circuit *c = f->c;

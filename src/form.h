@@ -358,9 +358,6 @@ void emn_form_momentum_const(const emn_form *f, bool *konst);
  * any other coordinate.  CSR: coordinate j's slots are
  * (*sl)[ptr[j] .. ptr[j+1]-1]; ptr has n + 1 entries, *sl is malloc'd. */
 void emn_form_value_slots(const emn_form *f, int *ptr, int **sl);
-/* The linear part's dF_j/dz_j: for a coordinate that emn_form_value_slots
- * gives slots, its equation's whole stiffness on itself. */
-double emn_form_stiffness(const emn_form *f, int j);
 
 /* Value and rate of slot `sl` at (z, w) and the time last set. */
 double emn_form_slot_value(const emn_form *f, int sl, const double *z);

@@ -118,6 +118,109 @@ static void blocks_sparse(emn_sparse *S, int n, int nb, const int *off, const in
 /* The largest block of dp/dw whose null space null_setup looks for. */
 #define EMN_NULL_MAX 64
 
+/* For alg_ratio's floor: the coordinates a constraint sets (zalg) whose
+ * constraint sums linear branches (emn_form_value_slots), in the groups
+ * that their stiffness K = -dF/dz joins, and for each, |K^-1| over its
+ * group: alg[ainv_at[q]] and ainv[q], q in [ainv_ptr[k], ainv_ptr[k +
+ * 1]) for alg[k].  A departure dF of the constraints moves the values by
+ * K^-1 dF.  A group of more than EMN_NULL_MAX, or singular, has its
+ * diagonal 1 / K_jj alone. */
+static void alg_inverse(emn_integ *it)
+{
+    const emn_form *f = it->f;
+    const emn_cmat *K = &f->lin[2];
+    int na = it->nalg, n = it->n;
+    int *at = emn_xmalloc(((size_t)n + 1) * sizeof(int)), *queue = emn_xmalloc(((size_t)na + 1) * sizeof(int));
+    int *grp = emn_xmalloc(((size_t)na + 1) * sizeof(int)), *loc = emn_xmalloc(((size_t)na + 1) * sizeof(int));
+    for (int j = 0; j < n; j++) at[j] = -1;
+    for (int k = 0; k < na; k++) {
+        int j = it->alg[k];
+        if (it->vs_ptr[j + 1] > it->vs_ptr[j]) at[j] = k;
+        grp[k] = -1;
+    }
+    double *a = emn_xmalloc(EMN_NULL_MAX * EMN_NULL_MAX * sizeof(double));
+    double *v = emn_xmalloc(EMN_NULL_MAX * EMN_NULL_MAX * sizeof(double)), d[EMN_NULL_MAX];
+    size_t cap = 16, nq = 0;
+    it->ainv_ptr = emn_xcalloc((size_t)na + 1, sizeof(int));
+    it->ainv_at = emn_xmalloc(cap * sizeof(int));
+    it->ainv = emn_xmalloc(cap * sizeof(double));
+    /* the groups, each member's row of |K^-1| in turn */
+    double **rowv = emn_xcalloc((size_t)na + 1, sizeof(double *));
+    int **rowk = emn_xcalloc((size_t)na + 1, sizeof(int *));
+    int *rown = emn_xcalloc((size_t)na + 1, sizeof(int));
+    for (int k0 = 0; k0 < na; k0++) {
+        if (at[it->alg[k0]] < 0 || grp[k0] >= 0) continue;
+        int m = 0;
+        grp[k0] = k0;
+        queue[m++] = k0;
+        for (int h = 0; h < m; h++) {
+            int i = it->alg[queue[h]];
+            for (int e = K->rptr[i]; e < K->rptr[i + 1]; e++) {
+                int c = at[K->col[e]];
+                if (c >= 0 && grp[c] < 0) {
+                    grp[c] = k0;
+                    queue[m++] = c;
+                }
+            }
+        }
+        bool dense = m <= EMN_NULL_MAX;
+        if (dense) {
+            for (int i = 0; i < m; i++) loc[queue[i]] = i;
+            for (int i = 0; i < m * m; i++) a[i] = 0;
+            for (int i = 0; i < m; i++) {
+                int r = it->alg[queue[i]];
+                for (int e = K->rptr[r]; e < K->rptr[r + 1]; e++)
+                    if (at[K->col[e]] >= 0) a[i * m + loc[at[K->col[e]]]] -= K->val[e];
+            }
+            emn_sym_eigen(a, m, d, v);
+            double top = 0, low = INFINITY;
+            for (int i = 0; i < m; i++) {
+                top = fmax(top, fabs(d[i]));
+                low = fmin(low, fabs(d[i]));
+            }
+            dense = low > 1e-12 * top;
+        }
+        for (int i = 0; i < m; i++) {
+            int k = queue[i], cnt = dense ? m : 1;
+            rowv[k] = emn_xmalloc((size_t)cnt * sizeof(double));
+            rowk[k] = emn_xmalloc((size_t)cnt * sizeof(int));
+            rown[k] = cnt;
+            if (!dense) {
+                int r = it->alg[k];
+                double kd = 0;
+                for (int e = K->rptr[r]; e < K->rptr[r + 1]; e++)
+                    if (K->col[e] == r) kd = fabs(K->val[e]);
+                rowk[k][0] = k;
+                rowv[k][0] = kd > 0 ? 1 / kd : 0;
+                continue;
+            }
+            for (int l = 0; l < m; l++) {
+                double x = 0;
+                for (int e = 0; e < m; e++) x += v[e * m + i] * v[e * m + l] / d[e];
+                rowk[k][l] = queue[l];
+                rowv[k][l] = fabs(x);
+            }
+        }
+    }
+    for (int k = 0; k < na; k++) {
+        it->ainv_ptr[k] = (int)nq;
+        if (nq + (size_t)rown[k] > cap) {
+            while (nq + (size_t)rown[k] > cap) cap *= 2;
+            it->ainv_at = emn_xrealloc(it->ainv_at, cap * sizeof(int));
+            it->ainv = emn_xrealloc(it->ainv, cap * sizeof(double));
+        }
+        for (int q = 0; q < rown[k]; q++) {
+            it->ainv_at[nq] = rowk[k][q];
+            it->ainv[nq++] = rowv[k][q];
+        }
+        free(rowv[k]);
+        free(rowk[k]);
+    }
+    it->ainv_ptr[na] = (int)nq;
+    free(rowv); free(rowk); free(rown);
+    free(a); free(v); free(at); free(queue); free(grp); free(loc);
+}
+
 /* The null spaces of a linear circuit's dp/dw, for null_history: each
  * connected block of it of at most EMN_NULL_MAX coordinates, with the
  * eigenvectors whose eigenvalues are below 1e-10 of its largest (an
@@ -464,11 +567,7 @@ emn_integ *emn_integ_new(emn_form *f, const emn_integ_opts *o)
     null_setup(it);
     it->vs_ptr = emn_xcalloc(sz + 1, sizeof(int));
     emn_form_value_slots(f, it->vs_ptr, &it->vs_slot);
-    it->alg_k = emn_xcalloc((size_t)it->nalg + 1, sizeof(double));
-    for (int k = 0; k < it->nalg; k++) {
-        int j = it->alg[k];
-        if (it->vs_ptr[j + 1] > it->vs_ptr[j]) it->alg_k[k] = fabs(emn_form_stiffness(f, j));
-    }
+    alg_inverse(it);
     it->vs_try = emn_xcalloc((size_t)it->vs_ptr[n] + 1, sizeof(double));
     it->vs_acc = emn_xcalloc((size_t)it->vs_ptr[n] + 1, sizeof(double));
     {
@@ -544,7 +643,7 @@ void emn_integ_free(emn_integ **pit)
     free(it->zused);
     free(it->inertia);
     free(it->zalg);
-    free(it->alg_k);
+    free(it->ainv_ptr); free(it->ainv_at); free(it->ainv);
     free(it->vz);
     free(it->kptr);
     free(it->nptr); free(it->nk); free(it->nvoff); free(it->nidx); free(it->nvec);
@@ -1504,20 +1603,23 @@ static void alg_ratio(const lte_job *L, const int *list, int nlist, bool vz, dou
         }
         double rate = max_num(fabs(it->wtry[j]), fabs(A.d1[j]));
         double est = fabs(sum), floor = wt[N] * DBL_EPSILON * (zmax + (fabs(it->t) + L->h) * rate);
-        /* ... and what the values' departures from their constraint make
-         * of it: each point's residual F, plus the rounding of the terms
-         * the constraint sums (it->scale: the other coordinates' values,
-         * each good to eps, and F's sum, good to eps), over its
-         * stiffness dF/dz.  A constraint that sums terms far larger than
-         * its value (a capacitor loop's charge as the difference of a
-         * current source's 1e-4 C and an inductor loop's) holds to some
-         * 1e-20 C, where reltol 1e-6 times CHGTOL allows 1e-20 C
-         * (tests/netlists/tran/ctank_sin.cir) */
-        double kj = vz ? 0 : it->alg_k[k];
-        if (kj > 0) {
-            double res = fabs(wt[0] * it->Ftry[j]) + wt[N] * 2 * DBL_EPSILON * it->scale[j];
-            for (int i = 1; i < N; i++) res += fabs(wt[i] * it->F[i - 1][j]);
-            floor += res / kj;
+        /* ... and what the values' departures from their constraints
+         * make of it: each point's residuals F, plus the rounding of the
+         * terms the constraints sum (it->scale: the other coordinates'
+         * values, each good to eps, and F's sum, good to eps), through
+         * the inverse of the constraints' stiffness -dF/dz (alg_inverse).
+         * A constraint that sums terms far larger than its value (a
+         * capacitor loop's charge as the difference of a current source's
+         * 1e-4 C and an inductor loop's) holds to some 1e-20 C, where
+         * reltol 1e-6 times CHGTOL allows 1e-20 C
+         * (tests/netlists/tran/ctank_sin.cir); two loops through parallel
+         * capacitors of 1 uF, whose split a stiffness 50 times below
+         * either loop's own sets, to 50 times their residuals' share. */
+        for (int q = vz ? 0 : it->ainv_ptr[k]; q < (vz ? 0 : it->ainv_ptr[k + 1]); q++) {
+            int l = it->alg[it->ainv_at[q]];
+            double dev = fabs(wt[0] * it->Ftry[l]) + wt[N] * 2 * DBL_EPSILON * it->scale[l];
+            for (int i = 1; i < N; i++) dev += fabs(wt[i] * it->F[i - 1][l]);
+            floor += it->ainv[q] * dev;
         }
         /* a coordinate without inertia (vz): the smaller of this and
          * lte_coord's estimate from its velocities, two estimates of the

@@ -82,9 +82,11 @@ typedef struct emn_integ {
      * value, and its velocity is the formula's derivative of that */
     bool *zalg;
     int *alg, nalg;
-    /* |dF_j/dz_j| of alg[k] at k, where its constraint is a sum of
-     * linear branches' (emn_form_value_slots); else 0 */
-    double *alg_k;
+    /* |K^-1| of the constraints' stiffness K = -dF/dz, row by row for
+     * alg[k] over [ainv_ptr[k], ainv_ptr[k + 1]): the entry ainv[q] for
+     * alg[ainv_at[q]] (alg_inverse) */
+    int *ainv_ptr, *ainv_at;
+    double *ainv;
     /* coordinates whose value matters, not zalg, without inertia (a node
      * that only inductors and resistors meet): their velocity is set at
      * each instant by the others and alternates under the trapezoidal
