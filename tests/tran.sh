@@ -49,14 +49,17 @@ check() {
     fi
 }
 
-# check_analytic TABLE TOL NAME CODE: CODE is awk that, given the row's
-# time t, sets W["signal"] for every column of TABLE.  Passes when every
-# column stays within TOL times the peak of its expected values on every
-# row; a column with no expected value fails (nothing printed goes unchecked).
+# check_analytic TABLE TOL NAME CODE [FUNCS]: CODE is awk that, given
+# the row's time t, sets W["signal"] for every column of TABLE (with the
+# awk functions FUNCS at hand).  Passes when every column stays within
+# TOL times the peak of its expected values on every row; a column with
+# no expected value fails (nothing printed goes unchecked).
 check_analytic() {
-    local table="$1" tol="$2" name="$3" code="$4" msg
+    local table="$1" tol="$2" name="$3" code="$4" funcs="${5:-}" msg
     msg=$(awk -v tol="$tol" '
         function abs(a) { return a < 0 ? -a : a }
+        '"$funcs"'
+
         NR == 1 { nf = NF; for (i = 2; i <= NF; i++) H[i] = $i; next }
         NF != nf { print "row " NR - 1 " has " NF " fields, the header " nf; bad = 1; exit 1 }
         { t = $1; split("", W)
@@ -86,6 +89,37 @@ check_rows() {
     msg=$(printf '%s\n' "$out" | sed 1d | { if [ "$1" = last ]; then tail -1; else cat; fi; } |
           awk 'function abs(x) { return x < 0 ? -x : x } { if ('"$3"') { print "at t = " $1 ": " $0; exit 1 } }')
     ok $([ $rc -eq 0 ] && [ -z "$msg" ]; echo $?) "$2" "exit status $rc" "$msg" "$err"
+}
+
+# RK4: awk functions for check_analytic's FUNCS, with a deriv(t, y, d)
+# of the case's own that sets the rates d[1..n] of the state y[1..n] at
+# t: rk4_to(t, n, h) carries y (from 0) from the last time reached, tt,
+# up to t by steps h of the classical Runge-Kutta rule.
+RK4='function rk4_to(t, n, h,   i, k1, k2, k3, k4, x) {
+          while (tt < t - h / 2) {
+              deriv(tt, y, k1)
+              for (i = 1; i <= n; i++) x[i] = y[i] + h / 2 * k1[i]
+              deriv(tt + h / 2, x, k2)
+              for (i = 1; i <= n; i++) x[i] = y[i] + h / 2 * k2[i]
+              deriv(tt + h / 2, x, k3)
+              for (i = 1; i <= n; i++) x[i] = y[i] + h * k3[i]
+              deriv(tt + h, x, k4)
+              for (i = 1; i <= n; i++) y[i] += h / 6 * (k1[i] + 2 * k2[i] + 2 * k3[i] + k4[i])
+              tt += h
+          }
+      }'
+
+# dc_in_steps NAME BAD: $WORK/NAME.cir in both formulations: its last
+# row (at 2 ms) is not BAD, an awk condition on the row's fields
+# (check_rows), and it took fewer than 5000 steps
+dc_in_steps() {
+    local form steps
+    for form in charge flux; do
+        run_emnet -form $form -tran "$1.cir"
+        steps=$(printf '%s\n' "$err" | sed -n 's/.* \([0-9]*\) steps.*/\1/p')
+        check_rows last "$1 $form: the DC state at 2 ms" "$2"
+        ok $([ -n "$steps" ] && [ "$steps" -lt 5000 ]; echo $?) "$1 $form: fewer than 5000 steps" "$err"
+    done
 }
 
 # check_times TABLE TSTEP NROWS NAME: the rows are t = k*TSTEP, k = 0..NROWS-1.
@@ -668,7 +702,8 @@ done
 # tests/netlists/tran/pcap_r.cir: C1 || C6 (C = 1.1u) from n1 to n2, R5
 # = 10k from n2 to ground, L4 = 100u and R1 = 1k from n1 to ground, 1 A
 # drawn from n1 from rest (I = -1 below).  With iL and the capacitors'
-# voltage vc as state, v(n1) is algebraic:  I = v1/R1 + iL + (v1 - vc)/R5,
+# voltage vc as state (y[1], y[2]), v(n1) is algebraic:
+#   I = v1/R1 + iL + (v1 - vc)/R5,
 #   L iL' = v1,  C vc' = (v1 - vc)/R5,  v(n2) = v1 - vc,
 # integrated here by the classical Runge-Kutta rule at 5 ns (L/R1 is
 # 0.1 us).  The charge formulation stopped at 2.5 us ("time step too
@@ -680,29 +715,20 @@ done
 # a = 1e9 / hmax, rounds to more than reltol of the other terms, and the
 # Newton iteration, its updates at 5e-12 of the tolerance, never passed
 # the residual's test.
-PCAP_R='I = -1; R1 = 1e3; R5 = 1e4; L = 1e-4; C = 1.1e-6; hh = 5e-9
-        while (tt < t - hh / 2) {
-            for (s = 1; s <= 4; s++) {
-                a = s == 1 ? 0 : s == 4 ? hh : hh / 2
-                il = iL + a * kl; vv = vc + a * kv
-                v1 = (I - il + vv / R5) / (1 / R1 + 1 / R5)
-                kl = v1 / L; kv = (v1 - vv) / (R5 * C)
-                sl += (s == 1 || s == 4 ? 1 : 2) * kl; sv += (s == 1 || s == 4 ? 1 : 2) * kv
-            }
-            iL += hh * sl / 6; vc += hh * sv / 6; sl = sv = kl = kv = 0; tt += hh
-        }
-        v1 = (I - iL + vc / R5) / (1 / R1 + 1 / R5)
-        W["v(n1)"] = v1; W["v(n2)"] = v1 - vc; W["i(l4)"] = iL'
+PCAP_R_D='function v1_of(y) { return (-1 - y[1] + y[2] / 1e4) / (1 / 1e3 + 1 / 1e4) }
+          function deriv(t, y, d,   v1) { v1 = v1_of(y); d[1] = v1 / 1e-4; d[2] = (v1 - y[2]) / (1e4 * 1.1e-6) }'
+PCAP_R='rk4_to(t, 2, 5e-9); v1 = v1_of(y)
+        W["v(n1)"] = v1; W["v(n2)"] = v1 - y[2]; W["i(l4)"] = y[1]'
 for form in charge flux; do
     tran pcap_r -form $form -reltol 1e-3
     check $rc "pcap_r $form: parallel capacitors fed through a resistor (exit 0)" "exit status $rc" "$err"
-    check_analytic "$WORK/tbl" 1e-3 "pcap_r $form: within 1e-3 of the Runge-Kutta solution" "$PCAP_R"
+    check_analytic "$WORK/tbl" 1e-3 "pcap_r $form: within 1e-3 of the Runge-Kutta solution" "$PCAP_R" "$RK4 $PCAP_R_D"
     select_cols "$WORK/tbl" "v(n2)" "i(l4)" | awk 'NR == 1 || $1 >= 1e-5' >"$WORK/tail"
     check_analytic "$WORK/tail" 1e-3 "pcap_r $form: after 10 us, v(n2) and i(L4) within 1e-3 of the Runge-Kutta solution" \
-        "$PCAP_R"
+        "$PCAP_R" "$RK4 $PCAP_R_D"
     tran pcap_r -form $form -reltol 1e-6
     check $rc "pcap_r $form, reltol 1e-6 (exit 0)" "exit status $rc" "$err"
-    check_analytic "$WORK/tbl" 1e-5 "pcap_r $form, reltol 1e-6: within 1e-5 of the Runge-Kutta solution" "$PCAP_R"
+    check_analytic "$WORK/tbl" 1e-5 "pcap_r $form, reltol 1e-6: within 1e-5 of the Runge-Kutta solution" "$PCAP_R" "$RK4 $PCAP_R_D"
 done
 
 # tests/netlists/tran/ctank_sin.cir: 1 A at 1 kHz drawn from n1, where
@@ -714,30 +740,20 @@ done
 # over which a phase error piles up: within 5e-4 of each signal's peak at
 # reltol 1e-5, 1e-4 at 1e-6 (ngspice at reltol 1e-6 and trtol 1 is 7e-3
 # off at the end).
-CTANK_SIN='C0 = 1e-8; C1 = 1e-8; L = 1e-2; C3 = 1e-7; R = 1e3; hh = 1e-8
-        D = (C1 + C0) * (C0 + C3) - C0 * C0
-        while (tt < t - hh / 2) {
-            for (s = 1; s <= 4; s++) {
-                a = s == 1 ? 0 : s == 4 ? hh : hh / 2
-                I = sin(6.283185307179586e3 * (tt + a))
-                x1 = v1 + a * k1; x2 = v2 + a * k2; xl = il + a * k3
-                k1 = ((-I - xl) * (C0 + C3) - C0 * x2 / R) / D
-                k2 = (-(C1 + C0) * x2 / R + C0 * (-I - xl)) / D
-                k3 = x1 / L
-                c = s == 1 || s == 4 ? 1 : 2
-                s1 += c * k1; s2 += c * k2; s3 += c * k3
-            }
-            v1 += hh * s1 / 6; v2 += hh * s2 / 6; il += hh * s3 / 6
-            s1 = s2 = s3 = k1 = k2 = k3 = 0; tt += hh
-        }
-        W["v(n1)"] = v1; W["v(n2)"] = v2; W["i(l2)"] = il'
+CTANK_SIN_D='function deriv(t, y, d,   C0, C1, C3, R, D, I) {
+               C0 = 1e-8; C1 = 1e-8; C3 = 1e-7; R = 1e3; D = (C1 + C0) * (C0 + C3) - C0 * C0
+               I = sin(6.283185307179586e3 * t)
+               d[1] = ((-I - y[3]) * (C0 + C3) - C0 * y[2] / R) / D
+               d[2] = (-(C1 + C0) * y[2] / R + C0 * (-I - y[3])) / D
+               d[3] = y[1] / 1e-2 }'
+CTANK_SIN='rk4_to(t, 3, 1e-8); W["v(n1)"] = y[1]; W["v(n2)"] = y[2]; W["i(l2)"] = y[3]'
 for form in charge flux; do
     tran ctank_sin -form $form -reltol 1e-5
     check $rc "ctank_sin $form, reltol 1e-5 (exit 0)" "exit status $rc" "$err"
-    check_analytic "$WORK/tbl" 5e-4 "ctank_sin $form, reltol 1e-5: within 5e-4 of the Runge-Kutta solution" "$CTANK_SIN"
+    check_analytic "$WORK/tbl" 5e-4 "ctank_sin $form, reltol 1e-5: within 5e-4 of the Runge-Kutta solution" "$CTANK_SIN" "$RK4 $CTANK_SIN_D"
     tran ctank_sin -form $form -reltol 1e-6
     check $rc "ctank_sin $form, reltol 1e-6 (exit 0)" "exit status $rc" "$err"
-    check_analytic "$WORK/tbl" 1e-4 "ctank_sin $form, reltol 1e-6: within 1e-4 of the Runge-Kutta solution" "$CTANK_SIN"
+    check_analytic "$WORK/tbl" 1e-4 "ctank_sin $form, reltol 1e-6: within 1e-4 of the Runge-Kutta solution" "$CTANK_SIN" "$RK4 $CTANK_SIN_D"
 done
 
 # tests/netlists/tran/cpar_sin.cir: I = sin(2 pi 1k t) drawn through R0
@@ -749,26 +765,19 @@ done
 # and v1 = v2 - R0 I; the classical Runge-Kutta rule at 10 ns (the tank
 # L1, C2 rings at 50 kHz).  At reltol 1e-6, within 1e-4 of each signal's
 # peak.
-CPAR_SIN='R0 = 1e4; L = 1e-3; C2 = 1e-8; C3 = 1e-7; R4 = 1e4; Cp = 2e-6; R6 = 470; Rg = 1e3; hh = 1e-8
-        D = (C3 + Cp) * (C2 + Cp) - Cp * Cp
-        while (tt < t - hh / 2) {
-            for (s = 1; s <= 4; s++) {
-                a = s == 1 ? 0 : s == 4 ? hh : hh / 2
-                I = sin(6.283185307179586e3 * (tt + a))
-                x2 = v2 + a * k2; x3 = v3 + a * k3; xl = il + a * kl
-                r2 = -I - x2 * (1 / R4 + 1 / Rg) + xl; r3 = -x3 / R6 - xl
-                k2 = (r2 * (C2 + Cp) + Cp * r3) / D; k3 = ((C3 + Cp) * r3 + Cp * r2) / D; kl = (x3 - x2) / L
-                c = s == 1 || s == 4 ? 1 : 2
-                s2 += c * k2; s3 += c * k3; sl += c * kl
-            }
-            v2 += hh * s2 / 6; v3 += hh * s3 / 6; il += hh * sl / 6
-            s2 = s3 = sl = k2 = k3 = kl = 0; tt += hh
-        }
-        W["v(n1)"] = v2 - R0 * sin(6.283185307179586e3 * t); W["v(n2)"] = v2; W["v(n3)"] = v3'
+CPAR_SIN_D='function deriv(t, y, d,   C2, C3, Cp, D, I, r2, r3) {
+              C2 = 1e-8; C3 = 1e-7; Cp = 2e-6; D = (C3 + Cp) * (C2 + Cp) - Cp * Cp
+              I = sin(6.283185307179586e3 * t)
+              r2 = -I - y[1] * (1 / 1e4 + 1 / 1e3) + y[3]; r3 = -y[2] / 470 - y[3]
+              d[1] = (r2 * (C2 + Cp) + Cp * r3) / D
+              d[2] = ((C3 + Cp) * r3 + Cp * r2) / D
+              d[3] = (y[2] - y[1]) / 1e-3 }'
+CPAR_SIN='rk4_to(t, 3, 1e-8); W["v(n1)"] = y[1] - 1e4 * sin(6.283185307179586e3 * t); W["v(n2)"] = y[1]
+          W["v(n3)"] = y[2]'
 for form in charge flux; do
     tran cpar_sin -form $form -reltol 1e-6
     check $rc "cpar_sin $form, reltol 1e-6 (exit 0)" "exit status $rc" "$err"
-    check_analytic "$WORK/tbl" 1e-4 "cpar_sin $form, reltol 1e-6: within 1e-4 of the Runge-Kutta solution" "$CPAR_SIN"
+    check_analytic "$WORK/tbl" 1e-4 "cpar_sin $form, reltol 1e-6: within 1e-4 of the Runge-Kutta solution" "$CPAR_SIN" "$RK4 $CPAR_SIN_D"
 done
 
 # 1 A drawn through C0 = 10n, a capacitor between two nodes that nothing
@@ -831,13 +840,7 @@ Rgn2 n2 0 1k
 .print tran v(n1) v(n2) v(n3) v(n4)
 .end
 EOF
-for form in charge flux; do
-    run_emnet -form $form -tran cbeside.cir
-    steps=$(printf '%s\n' "$err" | sed -n 's/.* \([0-9]*\) steps.*/\1/p')
-    check_rows last "cbeside $form: the DC state at 2 ms" \
-        'abs($2 + 470) > 0.47 || abs($4 + 470) > 0.47 || abs($3) > 0.47 || abs($5) > 0.47'
-    ok $([ -n "$steps" ] && [ "$steps" -lt 5000 ]; echo $?) "cbeside $form: fewer than 5000 steps" "$err"
-done
+dc_in_steps cbeside 'abs($2 + 470) > 0.47 || abs($4 + 470) > 0.47 || abs($3) > 0.47 || abs($5) > 0.47'
 
 # Random deck r444: the pair n2, n4 (C0 between them, nothing else's
 # capacitance) beside n1, which only resistors and the source meet.
@@ -892,13 +895,7 @@ Rgn5 n5 0 10k
 .print tran v(n1) v(n2) v(n3) v(n4) v(n5)
 .end
 EOF
-for form in charge flux; do
-    run_emnet -form $form -tran lnull.cir
-    steps=$(printf '%s\n' "$err" | sed -n 's/.* \([0-9]*\) steps.*/\1/p')
-    check_rows last "lnull $form: the DC state at 2 ms" \
-        'abs($2 + 1 / 0.0112) > 0.09 || abs($3 + 1 / 0.0112) > 0.09 || abs($4 + 1 / 0.0112) > 0.09 || abs($5) > 0.09 || abs($6 + 1 / 0.0112) > 0.09'
-    ok $([ -n "$steps" ] && [ "$steps" -lt 5000 ]; echo $?) "lnull $form: fewer than 5000 steps" "$err"
-done
+dc_in_steps lnull 'abs($2 + 1 / 0.0112) > 0.09 || abs($3 + 1 / 0.0112) > 0.09 || abs($4 + 1 / 0.0112) > 0.09 || abs($5) > 0.09 || abs($6 + 1 / 0.0112) > 0.09'
 
 # Random deck r118, flux formulation: n1 has no capacitance, and L5
 # reads its flux linkage; the consistent start's residual at n1, carried
@@ -922,12 +919,6 @@ Rgn2 n2 0 1k
 .print tran v(n1) v(n2) v(n3) i(l5)
 .end
 EOF
-for form in charge flux; do
-    run_emnet -form $form -tran lvz.cir
-    steps=$(printf '%s\n' "$err" | sed -n 's/.* \([0-9]*\) steps.*/\1/p')
-    check_rows last "lvz $form: the DC state at 2 ms" \
-        'abs($2) > 1e-3 || abs($3) > 1e-3 || abs($4) > 1e-3 || abs($5 - 1) > 1e-6'
-    ok $([ -n "$steps" ] && [ "$steps" -lt 5000 ]; echo $?) "lvz $form: fewer than 5000 steps" "$err"
-done
+dc_in_steps lvz 'abs($2) > 1e-3 || abs($3) > 1e-3 || abs($4) > 1e-3 || abs($5 - 1) > 1e-6'
 
 done_testing
