@@ -239,12 +239,12 @@ static void null_setup(emn_integ *it)
     int *loc = emn_xmalloc(((size_t)n + 1) * sizeof(int));
     int *vptr = emn_xmalloc(((size_t)n + 1) * sizeof(int)), *vidx = emn_xmalloc(((size_t)n + 1) * sizeof(int));
     signed char *vsg = emn_xmalloc((size_t)n + 1);
+    /* kernel_setup's blocks, marked at their first coordinate (where the
+     * search below starts each block too) */
+    bool *signs = emn_xcalloc((size_t)n + 1, sizeof(bool));
     int nsign = emn_form_mass_kernel(f, vptr, vidx, vsg);
-    for (int j = 0; j < n; j++) {
-        mark[j] = 0;
-        loc[j] = -1;
-    }
-    for (int k = 0; k < nsign; k++) loc[vidx[vptr[k]]] = k;      /* by the block's first coordinate: kernel_setup's */
+    for (int k = 0; k < nsign; k++) signs[vidx[vptr[k]]] = true;
+    for (int j = 0; j < n; j++) mark[j] = 0;
     double *a = emn_xmalloc(EMN_NULL_MAX * EMN_NULL_MAX * sizeof(double));
     double *v = emn_xmalloc(EMN_NULL_MAX * EMN_NULL_MAX * sizeof(double));
     double d[EMN_NULL_MAX];
@@ -267,7 +267,7 @@ static void null_setup(emn_integ *it)
                     mark[M->col[k]] = 1;
                     queue[m++] = M->col[k];
                 }
-        if (m < 2 || m > EMN_NULL_MAX || loc[j] >= 0) continue;
+        if (m < 2 || m > EMN_NULL_MAX || signs[j]) continue;
         for (int i = 0; i < m; i++) loc[queue[i]] = i;
         for (int i = 0; i < m * m; i++) a[i] = 0;
         for (int i = 0; i < m; i++)
@@ -304,7 +304,7 @@ static void null_setup(emn_integ *it)
         }
     }
     free(a); free(v); free(loc); free(queue); free(mark);
-    free(vptr); free(vidx); free(vsg);
+    free(vptr); free(vidx); free(vsg); free(signs);
 }
 
 /* The null vectors of a linear circuit's dp/dw, for kernel_rates, each
@@ -1615,7 +1615,8 @@ static void alg_ratio(const lte_job *L, const int *list, int nlist, bool vz, dou
          * (tests/netlists/tran/ctank_sin.cir); two loops through parallel
          * capacitors of 1 uF, whose split a stiffness 50 times below
          * either loop's own sets, to 50 times their residuals' share. */
-        for (int q = vz ? 0 : it->ainv_ptr[k]; q < (vz ? 0 : it->ainv_ptr[k + 1]); q++) {
+        int q0 = vz ? 0 : it->ainv_ptr[k], q1 = vz ? 0 : it->ainv_ptr[k + 1];
+        for (int q = q0; q < q1; q++) {
             int l = it->alg[it->ainv_at[q]];
             double dev = fabs(wt[0] * it->Ftry[l]) + wt[N] * 2 * DBL_EPSILON * it->scale[l];
             for (int i = 1; i < N; i++) dev += fabs(wt[i] * it->F[i - 1][l]);
