@@ -115,8 +115,48 @@ static void blocks_sparse(emn_sparse *S, int n, int nb, const int *off, const in
                 S->Ax[emn_sparse_find(S, off[g] + r, off[g] + d)] = val[voff[g] + r * dim[g] + d];
 }
 
-/* The largest block of dp/dw whose null space null_setup looks for. */
+/* The largest block whose matrix alg_inverse inverts and whose null
+ * space null_setup finds, dense. */
 #define EMN_NULL_MAX 64
+
+/* A linear circuit's null vectors of dp/dw of +-1 (emn_form_mass_kernel),
+ * found once for kernel_setup and null_setup: vector k is sign[q] on
+ * idx[q], q in [ptr[k], ptr[k + 1]). */
+typedef struct sign_vectors {
+    int n, *ptr, *idx;
+    signed char *sign;
+} sign_vectors;
+
+/* The block of M's pattern that holds coordinate j, among the
+ * coordinates with in[c] (every one, with in NULL) not yet marked: its
+ * coordinates into queue, marked; returns how many. */
+static int block_of(const emn_cmat *M, int j, const bool *in, bool *mark, int *queue)
+{
+    int m = 0;
+    mark[j] = true;
+    queue[m++] = j;
+    for (int h = 0; h < m; h++)
+        for (int e = M->rptr[queue[h]]; e < M->rptr[queue[h] + 1]; e++) {
+            int c = M->col[e];
+            if (!mark[c] && (!in || in[c])) {
+                mark[c] = true;
+                queue[m++] = c;
+            }
+        }
+    return m;
+}
+
+/* a (m x m, row-major) = sg times M's entries among the block's
+ * coordinates queue[0 .. m); pos (n long, all -1) is left as it was. */
+static void block_dense(const emn_cmat *M, const int *queue, int m, int *pos, double sg, double *a)
+{
+    for (int i = 0; i < m; i++) pos[queue[i]] = i;
+    for (int i = 0; i < m * m; i++) a[i] = 0;
+    for (int i = 0; i < m; i++)
+        for (int e = M->rptr[queue[i]]; e < M->rptr[queue[i] + 1]; e++)
+            if (pos[M->col[e]] >= 0) a[i * m + pos[M->col[e]]] += sg * M->val[e];
+    for (int i = 0; i < m; i++) pos[queue[i]] = -1;
+}
 
 /* For alg_ratio's floor: the coordinates a constraint sets (zalg) whose
  * constraint sums linear branches (emn_form_value_slots), in the groups
@@ -127,16 +167,16 @@ static void blocks_sparse(emn_sparse *S, int n, int nb, const int *off, const in
  * diagonal 1 / K_jj alone. */
 static void alg_inverse(emn_integ *it)
 {
-    const emn_form *f = it->f;
-    const emn_cmat *K = &f->lin[2];
+    const emn_cmat *K = &it->f->lin[2];
     int na = it->nalg, n = it->n;
-    int *at = emn_xmalloc(((size_t)n + 1) * sizeof(int)), *queue = emn_xmalloc(((size_t)na + 1) * sizeof(int));
-    int *grp = emn_xmalloc(((size_t)na + 1) * sizeof(int)), *loc = emn_xmalloc(((size_t)na + 1) * sizeof(int));
-    for (int j = 0; j < n; j++) at[j] = -1;
+    int *at = emn_xmalloc(((size_t)n + 1) * sizeof(int)), *pos = emn_xmalloc(((size_t)n + 1) * sizeof(int));
+    int *queue = emn_xmalloc(((size_t)n + 1) * sizeof(int));
+    bool *in = emn_xcalloc((size_t)n + 1, sizeof(bool)), *mark = emn_xcalloc((size_t)n + 1, sizeof(bool));
+    for (int j = 0; j < n; j++) at[j] = pos[j] = -1;
     for (int k = 0; k < na; k++) {
         int j = it->alg[k];
-        if (it->vs_ptr[j + 1] > it->vs_ptr[j]) at[j] = k;
-        grp[k] = -1;
+        at[j] = k;
+        in[j] = it->vs_ptr[j + 1] > it->vs_ptr[j];
     }
     double *a = emn_xmalloc(EMN_NULL_MAX * EMN_NULL_MAX * sizeof(double));
     double *v = emn_xmalloc(EMN_NULL_MAX * EMN_NULL_MAX * sizeof(double)), d[EMN_NULL_MAX];
@@ -149,29 +189,11 @@ static void alg_inverse(emn_integ *it)
     int **rowk = emn_xcalloc((size_t)na + 1, sizeof(int *));
     int *rown = emn_xcalloc((size_t)na + 1, sizeof(int));
     for (int k0 = 0; k0 < na; k0++) {
-        if (at[it->alg[k0]] < 0 || grp[k0] >= 0) continue;
-        int m = 0;
-        grp[k0] = k0;
-        queue[m++] = k0;
-        for (int h = 0; h < m; h++) {
-            int i = it->alg[queue[h]];
-            for (int e = K->rptr[i]; e < K->rptr[i + 1]; e++) {
-                int c = at[K->col[e]];
-                if (c >= 0 && grp[c] < 0) {
-                    grp[c] = k0;
-                    queue[m++] = c;
-                }
-            }
-        }
+        if (!in[it->alg[k0]] || mark[it->alg[k0]]) continue;
+        int m = block_of(K, it->alg[k0], in, mark, queue);
         bool dense = m <= EMN_NULL_MAX;
         if (dense) {
-            for (int i = 0; i < m; i++) loc[queue[i]] = i;
-            for (int i = 0; i < m * m; i++) a[i] = 0;
-            for (int i = 0; i < m; i++) {
-                int r = it->alg[queue[i]];
-                for (int e = K->rptr[r]; e < K->rptr[r + 1]; e++)
-                    if (at[K->col[e]] >= 0) a[i * m + loc[at[K->col[e]]]] -= K->val[e];
-            }
+            block_dense(K, queue, m, pos, -1, a);
             emn_sym_eigen(a, m, d, v);
             double top = 0, low = INFINITY;
             for (int i = 0; i < m; i++) {
@@ -181,12 +203,12 @@ static void alg_inverse(emn_integ *it)
             dense = low > 1e-12 * top;
         }
         for (int i = 0; i < m; i++) {
-            int k = queue[i], cnt = dense ? m : 1;
+            int k = at[queue[i]], cnt = dense ? m : 1;
             rowv[k] = emn_xmalloc((size_t)cnt * sizeof(double));
             rowk[k] = emn_xmalloc((size_t)cnt * sizeof(int));
             rown[k] = cnt;
             if (!dense) {
-                int r = it->alg[k];
+                int r = queue[i];
                 double kd = 0;
                 for (int e = K->rptr[r]; e < K->rptr[r + 1]; e++)
                     if (K->col[e] == r) kd = fabs(K->val[e]);
@@ -197,7 +219,7 @@ static void alg_inverse(emn_integ *it)
             for (int l = 0; l < m; l++) {
                 double x = 0;
                 for (int e = 0; e < m; e++) x += v[e * m + i] * v[e * m + l] / d[e];
-                rowk[k][l] = queue[l];
+                rowk[k][l] = at[queue[l]];
                 rowv[k][l] = fabs(x);
             }
         }
@@ -218,7 +240,7 @@ static void alg_inverse(emn_integ *it)
     }
     it->ainv_ptr[na] = (int)nq;
     free(rowv); free(rowk); free(rown);
-    free(a); free(v); free(at); free(queue); free(grp); free(loc);
+    free(a); free(v); free(at); free(pos); free(queue); free(in); free(mark);
 }
 
 /* The null spaces of a linear circuit's dp/dw, for null_history: each
@@ -226,25 +248,18 @@ static void alg_inverse(emn_integ *it)
  * eigenvectors whose eigenvalues are below 1e-10 of its largest (an
  * exactly singular block's come out at some eps of it; an inductance
  * 1e-10 of another coupled to it would be taken for none).  A block
- * whose null vector is one of +-1 (emn_form_mass_kernel: capacitors
- * that nothing ties to ground, in the flux formulation) is left to
- * kernel_setup, whose groups also take the resistive nodes beside it. */
-static void null_setup(emn_integ *it)
+ * whose null vector is one of +-1 (sv: capacitors that nothing ties to
+ * ground, in the flux formulation) is left to kernel_setup, whose groups
+ * also take the resistive nodes beside it. */
+static void null_setup(emn_integ *it, const sign_vectors *sv)
 {
-    emn_form *f = it->f;
+    const emn_cmat *M = &it->f->lin[1];
     int n = it->n;
-    if (!emn_form_is_linear(f) || it->o.method != EMN_METHOD_TRAP) return;
-    const emn_cmat *M = &f->lin[1];
-    int *mark = emn_xmalloc(((size_t)n + 1) * sizeof(int)), *queue = emn_xmalloc(((size_t)n + 1) * sizeof(int));
-    int *loc = emn_xmalloc(((size_t)n + 1) * sizeof(int));
-    int *vptr = emn_xmalloc(((size_t)n + 1) * sizeof(int)), *vidx = emn_xmalloc(((size_t)n + 1) * sizeof(int));
-    signed char *vsg = emn_xmalloc((size_t)n + 1);
-    /* kernel_setup's blocks, marked at their first coordinate (where the
-     * search below starts each block too) */
-    bool *signs = emn_xcalloc((size_t)n + 1, sizeof(bool));
-    int nsign = emn_form_mass_kernel(f, vptr, vidx, vsg);
-    for (int k = 0; k < nsign; k++) signs[vidx[vptr[k]]] = true;
-    for (int j = 0; j < n; j++) mark[j] = 0;
+    int *queue = emn_xmalloc(((size_t)n + 1) * sizeof(int)), *pos = emn_xmalloc(((size_t)n + 1) * sizeof(int));
+    bool *mark = emn_xcalloc((size_t)n + 1, sizeof(bool));
+    for (int j = 0; j < n; j++) pos[j] = -1;
+    for (int k = 0; k < sv->n; k++)     /* kernel_setup's blocks: no search */
+        for (int q = sv->ptr[k]; q < sv->ptr[k + 1]; q++) mark[sv->idx[q]] = true;
     double *a = emn_xmalloc(EMN_NULL_MAX * EMN_NULL_MAX * sizeof(double));
     double *v = emn_xmalloc(EMN_NULL_MAX * EMN_NULL_MAX * sizeof(double));
     double d[EMN_NULL_MAX];
@@ -257,21 +272,10 @@ static void null_setup(emn_integ *it)
     it->nvec = emn_xmalloc(cap_v * sizeof(double));
     it->nptr[0] = 0;
     for (int r = 0; r < M->nrows; r++) {
-        int j = M->rows[r], m = 0;
-        if (mark[j]) continue;
-        mark[j] = 1;
-        queue[m++] = j;
-        for (int h = 0; h < m; h++)
-            for (int k = M->rptr[queue[h]]; k < M->rptr[queue[h] + 1]; k++)
-                if (!mark[M->col[k]]) {
-                    mark[M->col[k]] = 1;
-                    queue[m++] = M->col[k];
-                }
-        if (m < 2 || m > EMN_NULL_MAX || signs[j]) continue;
-        for (int i = 0; i < m; i++) loc[queue[i]] = i;
-        for (int i = 0; i < m * m; i++) a[i] = 0;
-        for (int i = 0; i < m; i++)
-            for (int e = M->rptr[queue[i]]; e < M->rptr[queue[i] + 1]; e++) a[i * m + loc[M->col[e]]] += M->val[e];
+        if (mark[M->rows[r]]) continue;
+        int m = block_of(M, M->rows[r], NULL, mark, queue);
+        if (m < 2 || m > EMN_NULL_MAX) continue;
+        block_dense(M, queue, m, pos, 1, a);
         emn_sym_eigen(a, m, d, v);
         double top = 0;
         for (int i = 0; i < m; i++) top = fmax(top, fabs(d[i]));
@@ -303,8 +307,7 @@ static void null_setup(emn_integ *it)
             it->nvoff = emn_xrealloc(it->nvoff, cap_b * sizeof(size_t));
         }
     }
-    free(a); free(v); free(loc); free(queue); free(mark);
-    free(vptr); free(vidx); free(vsg); free(signs);
+    free(a); free(v); free(pos); free(queue); free(mark);
 }
 
 /* The null vectors of a linear circuit's dp/dw, for kernel_rates, each
@@ -320,18 +323,13 @@ static void null_setup(emn_integ *it)
  * Moving u alone beside such a node put the move into that node's
  * balance, which then alternated: a floating capacitor between
  * resistive nodes took 98071 steps instead of 747. */
-static void kernel_setup(emn_integ *it)
+static void kernel_setup(emn_integ *it, const sign_vectors *sv)
 {
     emn_form *f = it->f;
-    int n = it->n;
-    if (!emn_form_is_linear(f) || it->o.method != EMN_METHOD_TRAP) return;
-    int *vptr = emn_xmalloc(((size_t)n + 1) * sizeof(int)), *vidx = emn_xmalloc(((size_t)n + 1) * sizeof(int));
-    signed char *vsg = emn_xmalloc((size_t)n + 1);
-    int nv = emn_form_mass_kernel(f, vptr, vidx, vsg);
-    if (nv == 0) {
-        free(vptr); free(vidx); free(vsg);
-        return;
-    }
+    int n = it->n, nv = sv->n;
+    const int *vptr = sv->ptr, *vidx = sv->idx;
+    const signed char *vsg = sv->sign;
+    if (nv == 0) return;
     /* D by columns */
     const emn_cmat *D = &f->lin[3];
     int *cp = emn_xcalloc((size_t)n + 2, sizeof(int)), *cr = emn_xmalloc((size_t)D->nnz * sizeof(int) + 1);
@@ -487,7 +485,6 @@ static void kernel_setup(emn_integ *it)
     free(blk); free(boff); free(bdim);
     free(seen); free(touched); free(acc); free(pos); free(owner); free(comp);
     free(cp); free(cr); free(cv);
-    free(vptr); free(vidx); free(vsg);
 }
 
 emn_integ *emn_integ_new(emn_form *f, const emn_integ_opts *o)
@@ -563,8 +560,14 @@ emn_integ *emn_integ_new(emn_form *f, const emn_integ_opts *o)
     it->pconst = emn_xcalloc((size_t)it->npconst + 1, sizeof(int));
     for (int j = 0, k = 0; j < n; j++) if (konst[j]) it->pconst[k++] = j;
     free(konst);
-    kernel_setup(it);
-    null_setup(it);
+    if (emn_form_is_linear(f) && it->o.method == EMN_METHOD_TRAP) {
+        sign_vectors sv = {0, emn_xmalloc(((size_t)n + 1) * sizeof(int)), emn_xmalloc(((size_t)n + 1) * sizeof(int)),
+                           emn_xmalloc((size_t)n + 1)};
+        sv.n = emn_form_mass_kernel(f, sv.ptr, sv.idx, sv.sign);
+        kernel_setup(it, &sv);
+        null_setup(it, &sv);
+        free(sv.ptr); free(sv.idx); free(sv.sign);
+    }
     it->vs_ptr = emn_xcalloc(sz + 1, sizeof(int));
     emn_form_value_slots(f, it->vs_ptr, &it->vs_slot);
     alg_inverse(it);
