@@ -250,7 +250,9 @@ static void alg_inverse(emn_integ *it)
  * 1e-10 of another coupled to it would be taken for none).  A block
  * whose null vector is one of +-1 (sv: capacitors that nothing ties to
  * ground, in the flux formulation) is left to kernel_setup, whose groups
- * also take the resistive nodes beside it. */
+ * also take the resistive nodes beside it, unless nothing damps it: a
+ * constraint u'F(z, t) = 0 (kernel_rows_setup), which each step solves
+ * afresh here, as the constant-momentum rows their own. */
 static void null_setup(emn_integ *it, const sign_vectors *sv)
 {
     const emn_cmat *M = &it->f->lin[1];
@@ -258,8 +260,13 @@ static void null_setup(emn_integ *it, const sign_vectors *sv)
     int *queue = emn_xmalloc(((size_t)n + 1) * sizeof(int)), *pos = emn_xmalloc(((size_t)n + 1) * sizeof(int));
     bool *mark = emn_xcalloc((size_t)n + 1, sizeof(bool));
     for (int j = 0; j < n; j++) pos[j] = -1;
-    for (int k = 0; k < sv->n; k++)     /* kernel_setup's blocks: no search */
+    /* kernel_setup's blocks, but for the constraints of
+     * kernel_rows_setup (which kernel_setup, with nothing to damp them,
+     * does not take): no search */
+    for (int k = 0; k < sv->n; k++)
         for (int q = sv->ptr[k]; q < sv->ptr[k + 1]; q++) mark[sv->idx[q]] = true;
+    for (int k = 0; k < it->nkrow; k++)
+        for (int q = it->jptr[k]; q < it->jptr[k + 1] && it->jcon[k]; q++) mark[it->jidx[q]] = false;
     double *a = emn_xmalloc(EMN_NULL_MAX * EMN_NULL_MAX * sizeof(double));
     double *v = emn_xmalloc(EMN_NULL_MAX * EMN_NULL_MAX * sizeof(double));
     double d[EMN_NULL_MAX];
@@ -310,6 +317,30 @@ static void null_setup(emn_integ *it, const sign_vectors *sv)
     free(a); free(v); free(pos); free(queue); free(mark);
 }
 
+/* M by columns: column c's rows cr[e] and values cv[e], e in [cp[c],
+ * cp[c + 1]). */
+typedef struct col_mat {
+    int *cp, *cr;
+    double *cv;
+} col_mat;
+
+static col_mat by_columns(const emn_cmat *M, int n)
+{
+    col_mat C = {emn_xcalloc((size_t)n + 2, sizeof(int)), emn_xmalloc((size_t)M->nnz * sizeof(int) + 1),
+                 emn_xmalloc((size_t)M->nnz * sizeof(double) + 1)};
+    for (int e = 0; e < M->nnz; e++) C.cp[M->col[e] + 2]++;
+    for (int j = 0; j < n; j++) C.cp[j + 2] += C.cp[j + 1];
+    for (int r = 0; r < M->nrows; r++) {
+        int i = M->rows[r];
+        for (int e = M->rptr[i]; e < M->rptr[i + 1]; e++) {
+            int at = C.cp[M->col[e] + 1]++;
+            C.cr[at] = i;
+            C.cv[at] = M->val[e];
+        }
+    }
+    return C;
+}
+
 /* The null vectors of a linear circuit's dp/dw, for kernel_rates, each
  * as a group: the vector u and the velocities without inertia (nodes
  * that only resistors and sources meet) that D = dF/dw joins to it,
@@ -330,20 +361,9 @@ static void kernel_setup(emn_integ *it, const sign_vectors *sv)
     const int *vptr = sv->ptr, *vidx = sv->idx;
     const signed char *vsg = sv->sign;
     if (nv == 0) return;
-    /* D by columns */
-    const emn_cmat *D = &f->lin[3];
-    int *cp = emn_xcalloc((size_t)n + 2, sizeof(int)), *cr = emn_xmalloc((size_t)D->nnz * sizeof(int) + 1);
-    double *cv = emn_xmalloc((size_t)D->nnz * sizeof(double) + 1);
-    for (int e = 0; e < D->nnz; e++) cp[D->col[e] + 2]++;
-    for (int j = 0; j < n; j++) cp[j + 2] += cp[j + 1];
-    for (int r = 0; r < D->nrows; r++) {
-        int i = D->rows[r];
-        for (int e = D->rptr[i]; e < D->rptr[i + 1]; e++) {
-            int at = cp[D->col[e] + 1]++;
-            cr[at] = i;
-            cv[at] = D->val[e];
-        }
-    }
+    col_mat DC = by_columns(&f->lin[3], n);       /* D */
+    int *cp = DC.cp, *cr = DC.cr;
+    double *cv = DC.cv;
     int *comp = emn_xmalloc(((size_t)n + 1) * sizeof(int)), *owner = emn_xmalloc(((size_t)n + 1) * sizeof(int));
     int *pos = emn_xmalloc(((size_t)n + 1) * sizeof(int));      /* direction of a group's coordinate, -1 */
     double *acc = emn_xcalloc((size_t)n + 1, sizeof(double));
@@ -487,6 +507,231 @@ static void kernel_setup(emn_integ *it, const sign_vectors *sv)
     free(cp); free(cr); free(cv);
 }
 
+/* A sparse vector being summed: its values and the sum of |terms| by
+ * index, and the indices reached. */
+typedef struct sum_vec {
+    double *v, *mag;
+    bool *seen;
+    int *idx, n;
+} sum_vec;
+
+static void sum_init(sum_vec *x, int n)
+{
+    x->v = emn_xcalloc((size_t)n + 1, sizeof(double));
+    x->mag = emn_xcalloc((size_t)n + 1, sizeof(double));
+    x->seen = emn_xcalloc((size_t)n + 1, sizeof(bool));
+    x->idx = emn_xmalloc(((size_t)n + 1) * sizeof(int));
+    x->n = 0;
+}
+
+static void sum_add(sum_vec *x, int i, double d)
+{
+    if (!x->seen[i]) {
+        x->seen[i] = true;
+        x->idx[x->n++] = i;
+    }
+    x->v[i] += d;
+    x->mag[i] += fabs(d);
+}
+
+/* Entry i, or 0 where its terms cancel to their rounding (as
+ * emn_form_mass_kernel's test of dp/dw u = 0). */
+static double sum_at(const sum_vec *x, int i)
+{
+    return fabs(x->v[i]) <= 64 * DBL_EPSILON * x->mag[i] ? 0 : x->v[i];
+}
+
+static bool sum_zero(const sum_vec *x)
+{
+    for (int t = 0; t < x->n; t++)
+        if (sum_at(x, x->idx[t]) != 0) return false;
+    return true;
+}
+
+static void sum_clear(sum_vec *x)
+{
+    for (int t = 0; t < x->n; t++) {
+        int i = x->idx[t];
+        x->v[i] = x->mag[i] = 0;
+        x->seen[i] = false;
+    }
+    x->n = 0;
+}
+
+static void sum_free(sum_vec *x)
+{
+    free(x->v); free(x->mag); free(x->seen); free(x->idx);
+}
+
+/* u'M into rows (rows of M summed), and M u into cols, u vector k of sv. */
+static void combine(const emn_cmat *M, const col_mat *C, const sign_vectors *sv, int k, sum_vec *rows, sum_vec *cols)
+{
+    for (int q = sv->ptr[k]; q < sv->ptr[k + 1]; q++) {
+        int i = sv->idx[q];
+        for (int e = M->rptr[i]; e < M->rptr[i + 1]; e++) sum_add(rows, M->col[e], sv->sign[q] * M->val[e]);
+        for (int e = C->cp[i]; e < C->cp[i + 1]; e++) sum_add(cols, C->cr[e], sv->sign[q] * C->cv[e]);
+    }
+}
+
+/* The start's Newton matrix, a dp/dw + dp/dz - dF/dw - dF/dz / a at a =
+ * 1e9 / hmax (consistent_w), along a null vector u of a linear circuit's
+ * dp/dw (emn_form_mass_kernel: capacitors that nothing ties to ground,
+ * flux formulation): u' times it is -u'dF/dw - u'dF/dz / a, but each row
+ * holds a C of size a, which cancel in the sum, and so does a u'p in its
+ * right-hand side.  What is left is rounding of a |p| in the balance
+ * u'F: node voltages 2e-6 V off behind a 10 kOhm resistor, next to
+ * capacitors at 947 V (random deck r454, at a corner of a PULSE, reltol
+ * 1e-5), which stopped random deck r493.  Where nothing damps u
+ * (u'dF/dw = 0) the pivot a C - a C + 1 / (a L) rounds to zero and the
+ * start fails: a current source through a capacitor and an inductor in
+ * series.  So the start solves for u as one unknown, in place of one
+ * coordinate r of it: w = T x, T the identity but for its column r, u.
+ * T' J T is J but for row and column r, u'J and J u, and u'J u where they
+ * meet, each made from dF/dw and dF/dz alone (dp/dw u = 0), as symmetric
+ * as J is; where nothing damps u, row and column r are times a, to the
+ * size of the rest.  The right-hand side's row r is u' times the
+ * residual without u'p.  Undamped, u'F(z, t) = 0 is a constraint on the
+ * coordinates along u (u'dF/dz u != 0), which jump at the start to meet
+ * it (alg_start).  Only where J's pattern holds row and column r's
+ * entries, and u'dp/dz = dp/dz u = 0 (a linear circuit's momenta read
+ * its velocities alone). */
+static void kernel_rows_setup(emn_integ *it, const sign_vectors *sv)
+{
+    emn_form *f = it->f;
+    const emn_sparse *J = &f->J;
+    int n = it->n, nv = sv->n;
+    if (nv == 0) return;
+    col_mat C0 = by_columns(&f->lin[0], n), CK = by_columns(&f->lin[2], n), CD = by_columns(&f->lin[3], n);
+    sum_vec uP, Pu, uD, Du, uK, Ku;
+    sum_init(&uP, n); sum_init(&Pu, n); sum_init(&uD, n); sum_init(&Du, n); sum_init(&uK, n); sum_init(&Ku, n);
+    int *is_row = emn_xmalloc(((size_t)n + 1) * sizeof(int));
+    for (int j = 0; j < n; j++) is_row[j] = -1;
+    size_t cap_e = 64, ne = 0;
+    it->jptr = emn_xmalloc(((size_t)nv + 1) * sizeof(int));
+    it->jidx = emn_xmalloc(((size_t)sv->ptr[nv] + 1) * sizeof(int));
+    it->jsign = emn_xmalloc((size_t)sv->ptr[nv] + 1);
+    it->jrow = emn_xmalloc(((size_t)nv + 1) * sizeof(int));
+    it->jcon = emn_xcalloc((size_t)nv + 1, sizeof(bool));
+    it->jdslot = emn_xmalloc(((size_t)nv + 1) * sizeof(int));
+    it->jdd = emn_xmalloc(((size_t)nv + 1) * sizeof(double));
+    it->jdk = emn_xmalloc(((size_t)nv + 1) * sizeof(double));
+    it->jeptr = emn_xmalloc(((size_t)nv + 1) * sizeof(int));
+    it->jslot = emn_xmalloc(cap_e * sizeof(int));
+    it->jvd = emn_xmalloc(cap_e * sizeof(double));
+    it->jvk = emn_xmalloc(cap_e * sizeof(double));
+    it->jc0 = emn_xcalloc((size_t)nv + 1, sizeof(double));
+    size_t cap_g = 16;
+    it->jgptr = emn_xcalloc((size_t)nv + 2, sizeof(int));
+    it->jgcol = emn_xmalloc(cap_g * sizeof(int));
+    it->jgval = emn_xmalloc(cap_g * sizeof(double));
+    int nj = 0, nq = 0;
+    it->jptr[0] = it->jeptr[0] = 0;
+    for (int k = 0; k < nv; k++) {
+        combine(&f->lin[0], &C0, sv, k, &uP, &Pu);
+        combine(&f->lin[3], &CD, sv, k, &uD, &Du);
+        combine(&f->lin[2], &CK, sv, k, &uK, &Ku);
+        double udu = 0, uku = 0, uk_mag = 0;
+        for (int q = sv->ptr[k]; q < sv->ptr[k + 1]; q++) {
+            udu += sv->sign[q] * sum_at(&uD, sv->idx[q]);
+            uku += sv->sign[q] * uK.v[sv->idx[q]];
+            uk_mag += uK.mag[sv->idx[q]];
+        }
+        bool damped = !sum_zero(&uD) || !sum_zero(&Du);
+        bool ok = sum_zero(&uP) && sum_zero(&Pu) && (damped || fabs(uku) > 64 * DBL_EPSILON * uk_mag);
+        /* r: a coordinate of u whose row and column in J hold every
+         * entry of u'J and J u */
+        int row = -1;
+        for (int q = sv->ptr[k]; q < sv->ptr[k + 1] && ok && row < 0; q++) {
+            int r = sv->idx[q];
+            bool holds = emn_sparse_find(J, r, r) >= 0;
+            for (int t = 0; t < uD.n && holds; t++) holds = emn_sparse_find(J, r, uD.idx[t]) >= 0;
+            for (int t = 0; t < uK.n && holds; t++) holds = emn_sparse_find(J, r, uK.idx[t]) >= 0;
+            for (int t = 0; t < Du.n && holds; t++) holds = emn_sparse_find(J, Du.idx[t], r) >= 0;
+            for (int t = 0; t < Ku.n && holds; t++) holds = emn_sparse_find(J, Ku.idx[t], r) >= 0;
+            if (holds) row = r;
+        }
+        if (row >= 0) {
+            size_t need = (size_t)(uD.n + uK.n + Du.n + Ku.n);
+            if (ne + need > cap_e) {
+                while (ne + need > cap_e) cap_e *= 2;
+                it->jslot = emn_xrealloc(it->jslot, cap_e * sizeof(int));
+                it->jvd = emn_xrealloc(it->jvd, cap_e * sizeof(double));
+                it->jvk = emn_xrealloc(it->jvk, cap_e * sizeof(double));
+            }
+            /* row r off the diagonal: u'D and u'K over their columns,
+             * each once; then column r: D u and K u over their rows */
+            for (int side = 0; side < 2; side++) {
+                sum_vec *d = side ? &Du : &uD, *kk = side ? &Ku : &uK;
+                for (int pass = 0; pass < 2; pass++) {
+                    const sum_vec *x = pass ? kk : d;
+                    for (int t = 0; t < x->n; t++) {
+                        int c = x->idx[t];
+                        if (c == row || (pass == 1 && d->seen[c])) continue;
+                        double vd = sum_at(d, c), vk = sum_at(kk, c);
+                        if (vd == 0 && vk == 0) continue;
+                        it->jslot[ne] = side ? emn_sparse_find(J, c, row) : emn_sparse_find(J, row, c);
+                        it->jvd[ne] = vd;
+                        it->jvk[ne++] = vk;
+                    }
+                }
+            }
+            it->jdslot[nj] = emn_sparse_find(J, row, row);
+            it->jdd[nj] = udu;
+            it->jdk[nj] = uku;
+            for (int q = sv->ptr[k]; q < sv->ptr[k + 1]; q++) {
+                it->jidx[nq] = sv->idx[q];
+                it->jsign[nq++] = sv->sign[q];
+            }
+            it->jcon[nj] = !damped;
+            /* a constraint's whole row u'dF/dz, for constraint_rates */
+            if (!damped) {
+                if ((size_t)it->jgptr[nj] + (size_t)uK.n > cap_g) {
+                    while ((size_t)it->jgptr[nj] + (size_t)uK.n > cap_g) cap_g *= 2;
+                    it->jgcol = emn_xrealloc(it->jgcol, cap_g * sizeof(int));
+                    it->jgval = emn_xrealloc(it->jgval, cap_g * sizeof(double));
+                }
+                int g = it->jgptr[nj];
+                for (int t = 0; t < uK.n; t++) {
+                    double v = sum_at(&uK, uK.idx[t]);
+                    if (v == 0) continue;
+                    it->jgcol[g] = uK.idx[t];
+                    it->jgval[g++] = v;
+                }
+                it->jgptr[nj + 1] = g;
+            } else {
+                it->jgptr[nj + 1] = it->jgptr[nj];
+            }
+            is_row[row] = nj;
+            it->jrow[nj++] = row;
+            it->jptr[nj] = nq;
+            it->jeptr[nj] = (int)ne;
+        }
+        sum_clear(&uP); sum_clear(&Pu); sum_clear(&uD); sum_clear(&Du); sum_clear(&uK); sum_clear(&Ku);
+    }
+    it->nkrow = nj;
+    /* each r's row and column slots in J, zeroed first */
+    it->jzptr = emn_xcalloc((size_t)nj + 2, sizeof(int));
+    for (int pass = 0; pass < 2 && nj > 0; pass++) {
+        for (int c = 0; c < n; c++)
+            for (int q = J->Ap[c]; q < J->Ap[c + 1]; q++) {
+                int k = is_row[J->Ai[q]] >= 0 ? is_row[J->Ai[q]] : is_row[c];
+                if (k < 0) continue;
+                if (pass == 0) it->jzptr[k + 2]++;
+                else it->jzero[it->jzptr[k + 1]++] = q;
+            }
+        if (pass == 0) {
+            for (int k = 0; k < nj; k++) it->jzptr[k + 2] += it->jzptr[k + 1];
+            it->jzero = emn_xmalloc(((size_t)it->jzptr[nj + 1] + 1) * sizeof(int));
+        }
+    }
+    sum_free(&uP); sum_free(&Pu); sum_free(&uD); sum_free(&Du); sum_free(&uK); sum_free(&Ku);
+    col_mat *cm[3] = {&C0, &CK, &CD};
+    for (int q = 0; q < 3; q++) {
+        free(cm[q]->cp); free(cm[q]->cr); free(cm[q]->cv);
+    }
+    free(is_row);
+}
+
 emn_integ *emn_integ_new(emn_form *f, const emn_integ_opts *o)
 {
     emn_integ *it = emn_xcalloc(1, sizeof *it);
@@ -560,12 +805,15 @@ emn_integ *emn_integ_new(emn_form *f, const emn_integ_opts *o)
     it->pconst = emn_xcalloc((size_t)it->npconst + 1, sizeof(int));
     for (int j = 0, k = 0; j < n; j++) if (konst[j]) it->pconst[k++] = j;
     free(konst);
-    if (emn_form_is_linear(f) && it->o.method == EMN_METHOD_TRAP) {
+    if (emn_form_is_linear(f)) {
         sign_vectors sv = {0, emn_xmalloc(((size_t)n + 1) * sizeof(int)), emn_xmalloc(((size_t)n + 1) * sizeof(int)),
                            emn_xmalloc((size_t)n + 1)};
         sv.n = emn_form_mass_kernel(f, sv.ptr, sv.idx, sv.sign);
-        kernel_setup(it, &sv);
-        null_setup(it, &sv);
+        kernel_rows_setup(it, &sv);
+        if (it->o.method == EMN_METHOD_TRAP) {
+            kernel_setup(it, &sv);
+            null_setup(it, &sv);
+        }
         free(sv.ptr); free(sv.idx); free(sv.sign);
     }
     it->vs_ptr = emn_xcalloc(sz + 1, sizeof(int));
@@ -649,6 +897,9 @@ void emn_integ_free(emn_integ **pit)
     free(it->ainv_ptr); free(it->ainv_at); free(it->ainv);
     free(it->vz);
     free(it->kptr);
+    free(it->jptr); free(it->jidx); free(it->jsign); free(it->jrow); free(it->jeptr); free(it->jslot);
+    free(it->jgptr); free(it->jgcol); free(it->jgval);
+    free(it->jcon); free(it->jdslot); free(it->jdd); free(it->jdk); free(it->jvd); free(it->jvk); free(it->jc0); free(it->jzptr); free(it->jzero);
     free(it->nptr); free(it->nk); free(it->nvoff); free(it->nidx); free(it->nvec);
     free(it->kidx);
     free(it->ksign);
@@ -947,12 +1198,23 @@ static emn_lu *cache_slot(emn_integ *it, double a)
 static emn_lu *newton_lu(emn_integ *it, double a, const double *z, const double *w, bool linear)
 {
     emn_form *f = it->f;
-    emn_lu *lu = linear ? cached_lu(it, a) : NULL;
+    /* the start's matrix with kernel_rows_setup's rows is cached by -a:
+     * a step's a is never 1e9 / hmax, but the start's must not serve one */
+    double key = it->jfix ? -a : a;
+    emn_lu *lu = linear ? cached_lu(it, key) : NULL;
     if (lu) return lu;
     if (linear ? emn_form_jacobian(f, z, w, a) : emn_form_jacobian_last(f, a)) return NULL;
+    if (it->jfix)
+        for (int k = 0; k < it->nkrow; k++) {
+            double sg = it->jcon[k] ? a : 1;
+            for (int x = it->jzptr[k]; x < it->jzptr[k + 1]; x++) f->J.Ax[it->jzero[x]] = 0;
+            for (int e = it->jeptr[k]; e < it->jeptr[k + 1]; e++)
+                f->J.Ax[it->jslot[e]] = -sg * (it->jvd[e] + it->jvk[e] / a);
+            f->J.Ax[it->jdslot[k]] = -sg * sg * (it->jdd[k] + it->jdk[k] / a);
+        }
     int col = -1;
     it->st.jacobians++;
-    lu = linear ? cache_slot(it, a) : it->lu;
+    lu = linear ? cache_slot(it, key) : it->lu;
     if (emn_lu_factor(lu, &f->J, &col) < 0) {
         it->singular = true;
         if (linear) for (int k = 0; k < EMN_LU_CACHE; k++) if (it->cache_lu[k] == lu) it->cache_a[k] = NAN;
@@ -960,6 +1222,33 @@ static emn_lu *newton_lu(emn_integ *it, double a, const double *z, const double 
         return NULL;
     }
     return lu;
+}
+
+/* kernel_rows_setup's unknowns in newton_lu's matrix: the right-hand
+ * side's row r, s u'r with u'(a p + hp) taken as the zero it is, -s
+ * u'F(z, t + h), less u'F at the point the step leaves from where
+ * nothing damps u (s = a there, else 1), which leaves u'dF/dz w and the
+ * sources' slope over the step; and after the solve, the update along u
+ * back in the coordinates. */
+static void kernel_residual(emn_integ *it, double a)
+{
+    for (int k = 0; k < it->nkrow; k++) {
+        double s = 0;
+        for (int q = it->jptr[k]; q < it->jptr[k + 1]; q++) s += it->jsign[q] * it->Ftry[it->jidx[q]];
+        it->dw[it->jrow[k]] = it->jcon[k] ? -(s - it->jc0[k]) * a : -s;
+    }
+}
+
+static void kernel_update(emn_integ *it, double a)
+{
+    for (int k = 0; k < it->nkrow; k++) {
+        int r = it->jrow[k];
+        double x = it->dw[r] * (it->jcon[k] ? a : 1);
+        for (int q = it->jptr[k]; q < it->jptr[k + 1]; q++) {
+            int j = it->jidx[q];
+            it->dw[j] = j == r ? it->jsign[q] * x : it->dw[j] + it->jsign[q] * x;
+        }
+    }
 }
 
 /* An update with a kept matrix must be at most this part of the last. */
@@ -1244,7 +1533,9 @@ static int newton(emn_integ *it, double tnew, double a, const double *hz, const 
         bool kept = !linear && keep;
         emn_lu *lu = kept ? it->lu : newton_lu(it, a, it->ztry, it->wtry, linear);
         if (!lu) return 1;
+        if (it->jfix) kernel_residual(it, a);
         emn_lu_solve(lu, it->dw);
+        if (it->jfix) kernel_update(it, a);
         it->st.solves++;
         if (run(&S, SW_UPDATE) >= 0) return 1;
         double norm = fmax(S.norm[0], S.norm[1]);
@@ -1826,6 +2117,40 @@ static void alg_rates(emn_integ *it)
     }
 }
 
+/* The velocities along the constraints of kernel_rows_setup, after a
+ * trapezoidal step.  Along such a u, nothing reads the velocity (dp/dw u
+ * = 0, dF/dw u = 0) and the step solves u'F = 0 afresh (null_history),
+ * which sets g = u'dF/dz z; the rule's velocity along u is then its
+ * derivative 2 (g - g1) / h - g1', which carries whatever error g1' had
+ * into the next step with its sign flipped, undamped, as zalg's
+ * (alg_rates).  Where g' passes zero (a current source's sine through a
+ * capacitor and an inductor in series, at its peak), the error test,
+ * which measures the node voltages against their own size, read that
+ * ring as an error and cut the step to nothing.  A backward difference
+ * of g (first order on the step's two points, second order through three
+ * once they follow the last breakpoint) has no memory of it: the
+ * velocity moves along u until u'dF/dz w is that difference.  Nothing
+ * else reads that move: z, p and F stand. */
+static void constraint_rates(emn_integ *it)
+{
+    if (it->nkrow == 0 || it->o.method != EMN_METHOD_TRAP) return;
+    double h = it->h, hp = it->hprev;
+    bool two = it->order == 2 && it->since_bp >= 2 && hp > 0;
+    double c0 = two ? (2 * h + hp) / (h * (h + hp)) : 1 / h, c1 = two ? -(h + hp) / (h * hp) : -1 / h;
+    double c2 = two ? h / (hp * (h + hp)) : 0;
+    for (int k = 0; k < it->nkrow; k++) {
+        if (!it->jcon[k]) continue;
+        double g = 0, gw = 0;
+        for (int e = it->jgptr[k]; e < it->jgptr[k + 1]; e++) {
+            int c = it->jgcol[e];
+            g += it->jgval[e] * (c0 * it->z[0][c] + c1 * it->z[1][c] + (two ? c2 * it->z[2][c] : 0));
+            gw += it->jgval[e] * it->w[0][c];
+        }
+        double x = (g - gw) / it->jdk[k];
+        for (int q = it->jptr[k]; q < it->jptr[k + 1]; q++) it->w[0][it->jidx[q]] += it->jsign[q] * x;
+    }
+}
+
 /* The velocities along the null vectors of dp/dw (kernel_setup), after
  * a trapezoidal step.  Such a combination has no inertia: what sets it
  * is the sum of its coordinates' forces u'F, zero at every time.  The
@@ -1900,6 +2225,21 @@ static int consistent_w(emn_integ *it, double t, const double *z0, const double 
         it->hp[j] = -a * p0[j];
         it->wtry[j] = wguess ? wguess[j] : 0;
     }
+    bool con = false;
+    for (int k = 0; k < it->nkrow; k++) con = con || it->jcon[k];
+    if (con) {
+        /* kernel_residual's u'F at (z0, t), for the undamped u (no
+         * velocity reaches it) */
+        int bad = -1;
+        emn_form_set_time(it->f, t);
+        if (emn_form_eval(it->f, z0, it->wtry, it->ptry, it->Ftry, NULL, &bad)) return 1;
+        for (int k = 0; k < it->nkrow; k++) {
+            double s = 0;
+            for (int q = it->jptr[k]; q < it->jptr[k + 1]; q++) s += it->jsign[q] * it->Ftry[it->jidx[q]];
+            it->jc0[k] = s;
+        }
+    }
+    it->jfix = it->nkrow > 0;
     /* From zero, the first solve is only as good as the matrix's
      * conditioning allows: a velocity no capacitance holds (a node joined
      * only through resistors) comes out wrong by ~eps a C / G, far inside
@@ -1916,6 +2256,7 @@ static int consistent_w(emn_integ *it, double t, const double *z0, const double 
         it->o.itl4 = saved;
     }
     it->min_iter = 1;
+    it->jfix = false;
     return rc;
 }
 
@@ -1928,59 +2269,90 @@ static int consistent_w(emn_integ *it, double t, const double *z0, const double 
  * at once, and the constraint's values jump, as the flux formulation's
  * node voltages jump by themselves there.  Integrated from the
  * contradiction instead, the step shrank to nothing at once ("time step
- * too small").  Newton on the block of dF/dz in the zalg rows and
- * columns (their equations read no velocity), factored by emn_lu; z is
- * left as it was if it does not settle. */
+ * too small").  So do the combinations along kernel_rows_setup's constraints (a
+ * current source through a capacitor and an inductor in series, flux
+ * formulation: the inductor takes the source's current at once, both
+ * nodes' flux linkages jumping together).  Newton on the block of dF/dz
+ * in the zalg rows and columns and the vectors' combinations of them
+ * (their equations read no velocity), factored by emn_lu; z is left as
+ * it was if it does not settle. */
 static void alg_start(emn_integ *it, double t0, double *z)
 {
-    int na = it->nalg, n = it->n, ne = it->f->ne;
-    if (na == 0) return;
+    int na = it->nalg, n = it->n, ne = it->f->ne, m = na;
+    for (int k = 0; k < it->nkrow; k++) m += it->jcon[k];
+    if (m == 0) return;
     emn_form *f = it->f;
     const emn_sparse *J = &f->J;
     emn_form_set_time(f, t0);
-    /* the block of -dF/dz (positive where the constraint is a stiffness)
-     * on J's pattern: hd[q], the handle of J's entry q in it, or -1 */
+    /* unknown and equation of each coordinate: its own (zalg), or its
+     * constraint vector's (kernel_rows_setup's jcon) with its sign there;
+     * -1 */
     int *pos = emn_xmalloc((size_t)n * sizeof(int) + 1), *hd = emn_xmalloc((size_t)J->nnz * sizeof(int) + 1);
+    signed char *sg = emn_xmalloc((size_t)n + 1), *hs = emn_xmalloc((size_t)J->nnz + 1);
     for (int j = 0; j < n; j++) pos[j] = -1;
-    for (int k = 0; k < na; k++) pos[it->alg[k]] = k;
+    for (int k = 0; k < na; k++) {
+        pos[it->alg[k]] = k;
+        sg[it->alg[k]] = 1;
+    }
+    for (int k = 0, u = na; k < it->nkrow; k++) {
+        if (!it->jcon[k]) continue;
+        for (int q = it->jptr[k]; q < it->jptr[k + 1]; q++) {
+            pos[it->jidx[q]] = u;
+            sg[it->jidx[q]] = it->jsign[q];
+        }
+        u++;
+    }
+    /* the block of -dF/dz (positive where the constraint is a stiffness)
+     * in those unknowns and equations, on J's pattern: hd[q], the handle
+     * of J's entry q in it, or -1, and hs[q] its sign */
     emn_sparse A;
-    emn_sparse_init(&A, na);
+    emn_sparse_init(&A, m);
     for (int c = 0; c < n; c++)
-        for (int q = J->Ap[c]; q < J->Ap[c + 1]; q++)
-            hd[q] = pos[c] >= 0 && pos[J->Ai[q]] >= 0 ? emn_sparse_reserve(&A, pos[J->Ai[q]], pos[c]) : -1;
+        for (int q = J->Ap[c]; q < J->Ap[c + 1]; q++) {
+            int i = J->Ai[q];
+            hd[q] = pos[c] >= 0 && pos[i] >= 0 ? emn_sparse_reserve(&A, pos[i], pos[c]) : -1;
+            hs[q] = hd[q] >= 0 ? (signed char)(sg[i] * sg[c]) : 0;
+        }
     emn_sparse_finalize(&A);
     emn_lu *lu = emn_lu_new();
     double *Fz = emn_xmalloc((size_t)J->nnz * sizeof(double) + 1);
-    double *r = emn_xmalloc((size_t)na * sizeof(double) + 1), *z1 = emn_xmalloc((size_t)n * sizeof(double) + 1);
+    double *r = emn_xmalloc((size_t)m * sizeof(double) + 1), *tol = emn_xmalloc((size_t)m * sizeof(double) + 1);
+    double *z1 = emn_xmalloc((size_t)n * sizeof(double) + 1);
     memcpy(z1, z, (size_t)n * sizeof(double));
-    memset(it->wtry, 0, (size_t)n * sizeof(double));      /* read by no zalg equation */
+    memset(it->wtry, 0, (size_t)n * sizeof(double));      /* read by none of these equations */
     bool settled = false;
     for (int iter = 0; iter < 20 && !settled; iter++) {
         int bad = -1;
         if (emn_form_eval(f, z1, it->wtry, it->ptry, it->Ftry, it->scale, &bad)) break;
-        settled = true;
-        for (int k = 0; k < na; k++) {
-            int j = it->alg[k];
-            double tol = it->o.reltol * it->scale[j] + (j < ne ? it->etol[T_RES] : it->res_abs[j - ne]);
-            r[k] = -it->Ftry[j];
-            if (!(fabs(r[k]) <= tol)) settled = false;
+        for (int k = 0; k < m; k++) r[k] = tol[k] = 0;
+        for (int j = 0; j < n; j++) {
+            if (pos[j] < 0) continue;
+            r[pos[j]] -= sg[j] * it->Ftry[j];
+            tol[pos[j]] += it->o.reltol * it->scale[j] + (j < ne ? it->etol[T_RES] : it->res_abs[j - ne]);
         }
+        settled = true;
+        for (int k = 0; k < m; k++)
+            if (!(fabs(r[k]) <= tol[k])) settled = false;
         if (settled || iter == 19 || emn_form_derivatives(f, z1, it->wtry, NULL, NULL, Fz, NULL)) break;
         emn_sparse_zero(&A);
         for (int q = 0; q < J->nnz; q++)
-            if (hd[q] >= 0) A.Ax[emn_sparse_slot(&A, hd[q])] -= Fz[q];
+            if (hd[q] >= 0) A.Ax[emn_sparse_slot(&A, hd[q])] -= hs[q] * Fz[q];
         if (emn_lu_factor(lu, &A, NULL) < 0) break;
         emn_lu_solve(lu, r);
-        for (int k = 0; k < na; k++) z1[it->alg[k]] -= r[k];
+        for (int j = 0; j < n; j++)
+            if (pos[j] >= 0) z1[j] -= sg[j] * r[pos[j]];
     }
     if (settled) memcpy(z, z1, (size_t)n * sizeof(double));
     emn_lu_free(&lu);
     emn_sparse_free(&A);
     free(Fz);
     free(r);
+    free(tol);
     free(z1);
     free(pos);
+    free(sg);
     free(hd);
+    free(hs);
 }
 
 int emn_integ_start(emn_integ *it, double t0, const double *z0, const double *p0)
@@ -2247,7 +2619,22 @@ int emn_integ_step(emn_integ *it, double tlimit)
             continue;
         }
         accept(it, t + h, hf, &s);
+        if (it->have_right) {
+            /* the breakpoint is now the last point but one: as a past
+             * point of the steps after it (their error test, the
+             * predictor's slope), the coordinates along a constraint of
+             * kernel_rows_setup (an inductor beside a current source)
+             * have their right-hand velocities, which follow the
+             * source's slope and jump with it; the left-hand ones, the
+             * output's, are kept for the others, whose velocities are
+             * continuous and which consistent_w's step of 1e-9 hmax would
+             * move by that step times their slope */
+            for (int k = 0; k < it->nkrow; k++)
+                for (int q = it->jptr[k]; q < it->jptr[k + 1] && it->jcon[k]; q++)
+                    it->w[1][it->jidx[q]] = it->w_right[it->jidx[q]];
+        }
         alg_rates(it);
+        constraint_rates(it);
         kernel_rates(it);
         branch_history(it, it->w[0], true);
         it->have_right = false;

@@ -121,6 +121,23 @@ typedef struct emn_integ {
     bool *kmove;
     emn_sparse kA;
     emn_lu *klu;
+    /* a linear circuit's null vectors u of dp/dw (kernel_rows_setup),
+     * each an unknown of the start's Newton iteration in place of one of
+     * its coordinates (consistent_w, jfix while it runs).  Vector k: u on
+     * jidx[q] with signs jsign[q], q in [jptr[k], jptr[k + 1]), in place
+     * of coordinate jrow[k], whose row and column in J, slots jzero[x], x
+     * in [jzptr[k], jzptr[k + 1]), are zeroed and get -s (jvd[e] + jvk[e]
+     * / a) at slot jslot[e], e in [jeptr[k], jeptr[k + 1]) (u'dF/dw and
+     * u'dF/dz, dF/dw u and dF/dz u), and -s^2 (jdd[k] + jdk[k] / a) at
+     * jdslot[k]; s = a where nothing damps u (jcon[k]: u'F(z, t) = 0 is
+     * a constraint, met at the start by alg_start), else 1; jc0[k], u'F
+     * at the point the start's step leaves from; a constraint's whole
+     * row u'dF/dz, jgval[e] in column jgcol[e], e in [jgptr[k], jgptr[k +
+     * 1]) (constraint_rates) */
+    int nkrow, *jptr, *jidx, *jrow, *jeptr, *jslot, *jzptr, *jzero, *jdslot, *jgptr, *jgcol;
+    signed char *jsign;
+    bool *jcon, jfix;
+    double *jvd, *jvk, *jdd, *jdk, *jc0, *jgval;
     /* the branches that give a coordinate's value a size
      * (emn_form_value_slots), and |value| of each at the trial point and
      * at the last accepted one */
