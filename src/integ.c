@@ -253,7 +253,7 @@ static void alg_inverse(emn_integ *it)
  * also take the resistive nodes beside it, unless nothing damps it: a
  * constraint u'F(z, t) = 0 (kernel_rows_setup), which each step solves
  * afresh here, as the constant-momentum rows their own. */
-static void null_setup(emn_integ *it, const sign_vectors *sv)
+static void null_setup(emn_integ *it, const sign_vectors *sv, bool only_constraints)
 {
     const emn_cmat *M = &it->f->lin[1];
     int n = it->n;
@@ -265,6 +265,7 @@ static void null_setup(emn_integ *it, const sign_vectors *sv)
      * does not take): no search */
     for (int k = 0; k < sv->n; k++)
         for (int q = sv->ptr[k]; q < sv->ptr[k + 1]; q++) mark[sv->idx[q]] = true;
+    for (int j = 0; j < n && only_constraints; j++) mark[j] = true;
     for (int k = 0; k < it->nkrow; k++)
         for (int q = it->jptr[k]; q < it->jptr[k + 1] && it->jcon[k]; q++) mark[it->jidx[q]] = false;
     double *a = emn_xmalloc(EMN_NULL_MAX * EMN_NULL_MAX * sizeof(double));
@@ -624,9 +625,22 @@ static void kernel_rows_setup(emn_integ *it, const sign_vectors *sv)
     it->jgptr = emn_xcalloc((size_t)nv + 2, sizeof(int));
     it->jgcol = emn_xmalloc(cap_g * sizeof(int));
     it->jgval = emn_xmalloc(cap_g * sizeof(double));
+    /* the coordinates a nonlinear term reads or drives: a vector on one
+     * of them is left out (its rows of J are not the linear parts') */
+    bool *nlc = emn_xcalloc((size_t)n + 1, sizeof(bool));
+    for (int i = 0; i < f->nnonlinear; i++) {
+        const emn_term *tm = &f->terms.v[f->nonlinear[i]];
+        for (int a = 0; a < tm->m; a++) {
+            const emn_lmap *m = &f->slots.v[tm->slot[a]];
+            for (int q = 0; q < m->nc; q++) nlc[emn_lmap_ci(m)[q]] = true;
+        }
+    }
     int nj = 0, nq = 0;
     it->jptr[0] = it->jeptr[0] = 0;
     for (int k = 0; k < nv; k++) {
+        bool linear = true;
+        for (int q = sv->ptr[k]; q < sv->ptr[k + 1]; q++) linear = linear && !nlc[sv->idx[q]];
+        if (!linear) continue;
         combine(&f->lin[0], &C0, sv, k, &uP, &Pu);
         combine(&f->lin[3], &CD, sv, k, &uD, &Du);
         combine(&f->lin[2], &CK, sv, k, &uK, &Ku);
@@ -730,6 +744,7 @@ static void kernel_rows_setup(emn_integ *it, const sign_vectors *sv)
         free(cm[q]->cp); free(cm[q]->cr); free(cm[q]->cv);
     }
     free(is_row);
+    free(nlc);
 }
 
 emn_integ *emn_integ_new(emn_form *f, const emn_integ_opts *o)
@@ -805,14 +820,15 @@ emn_integ *emn_integ_new(emn_form *f, const emn_integ_opts *o)
     it->pconst = emn_xcalloc((size_t)it->npconst + 1, sizeof(int));
     for (int j = 0, k = 0; j < n; j++) if (konst[j]) it->pconst[k++] = j;
     free(konst);
-    if (emn_form_is_linear(f)) {
+    {
+        bool linear = emn_form_is_linear(f);
         sign_vectors sv = {0, emn_xmalloc(((size_t)n + 1) * sizeof(int)), emn_xmalloc(((size_t)n + 1) * sizeof(int)),
                            emn_xmalloc((size_t)n + 1)};
         sv.n = emn_form_mass_kernel(f, sv.ptr, sv.idx, sv.sign);
         kernel_rows_setup(it, &sv);
         if (it->o.method == EMN_METHOD_TRAP) {
-            kernel_setup(it, &sv);
-            null_setup(it, &sv);
+            if (linear) kernel_setup(it, &sv);
+            null_setup(it, &sv, !linear);
         }
         free(sv.ptr); free(sv.idx); free(sv.sign);
     }
@@ -1198,20 +1214,21 @@ static emn_lu *cache_slot(emn_integ *it, double a)
 static emn_lu *newton_lu(emn_integ *it, double a, const double *z, const double *w, bool linear)
 {
     emn_form *f = it->f;
-    /* the start's matrix with kernel_rows_setup's rows is cached by -a:
-     * a step's a is never 1e9 / hmax, but the start's must not serve one */
+    /* the start's matrix, with all of kernel_rows_setup's unknowns, is
+     * cached by -a: a step's a is never 1e9 / hmax, but the start's must
+     * not serve one */
     double key = it->jfix ? -a : a;
     emn_lu *lu = linear ? cached_lu(it, key) : NULL;
     if (lu) return lu;
     if (linear ? emn_form_jacobian(f, z, w, a) : emn_form_jacobian_last(f, a)) return NULL;
-    if (it->jfix)
-        for (int k = 0; k < it->nkrow; k++) {
-            double sg = it->jcon[k] ? a : 1;
-            for (int x = it->jzptr[k]; x < it->jzptr[k + 1]; x++) f->J.Ax[it->jzero[x]] = 0;
-            for (int e = it->jeptr[k]; e < it->jeptr[k + 1]; e++)
-                f->J.Ax[it->jslot[e]] = -sg * (it->jvd[e] + it->jvk[e] / a);
-            f->J.Ax[it->jdslot[k]] = -sg * sg * (it->jdd[k] + it->jdk[k] / a);
-        }
+    for (int k = 0; k < it->nkrow; k++) {
+        if (!(it->jfix || it->jcon[k])) continue;
+        double sg = it->jcon[k] ? a : 1;
+        for (int x = it->jzptr[k]; x < it->jzptr[k + 1]; x++) f->J.Ax[it->jzero[x]] = 0;
+        for (int e = it->jeptr[k]; e < it->jeptr[k + 1]; e++)
+            f->J.Ax[it->jslot[e]] = -sg * (it->jvd[e] + it->jvk[e] / a);
+        f->J.Ax[it->jdslot[k]] = -sg * sg * (it->jdd[k] + it->jdk[k] / a);
+    }
     int col = -1;
     it->st.jacobians++;
     lu = linear ? cache_slot(it, key) : it->lu;
@@ -1224,29 +1241,51 @@ static emn_lu *newton_lu(emn_integ *it, double a, const double *z, const double 
     return lu;
 }
 
-/* kernel_rows_setup's unknowns in newton_lu's matrix: the right-hand
- * side's row r, s u'r with u'(a p + hp) taken as the zero it is, -s
- * u'F(z, t + h), less u'F at the point the step leaves from where
- * nothing damps u (s = a there, else 1), which leaves u'dF/dz w and the
- * sources' slope over the step; and after the solve, the update along u
- * back in the coordinates. */
+/* kernel_rows_setup's unknowns in newton_lu's matrix: at the start
+ * (jfix) all of them, at a step the constraints', whose pivot a C - a C
+ * + 1 / (a L) rounds to zero at a step short enough too (a nonlinear
+ * element beside them that starts with steps of 1e-9 s).  The
+ * right-hand side's row r: s u'r with u'(a p + hp) taken as the zero it
+ * is (at a step, once null_history has taken u'F1 out of hp), -s u'F(z,
+ * t + h), and at the start, where nothing damps u (s = a there, else
+ * 1), less u'F at the point the start's step leaves from, which leaves
+ * u'dF/dz w and the sources' slope over the step. */
 static void kernel_residual(emn_integ *it, double a)
 {
     for (int k = 0; k < it->nkrow; k++) {
+        if (!(it->jfix || it->jcon[k])) continue;
         double s = 0;
         for (int q = it->jptr[k]; q < it->jptr[k + 1]; q++) s += it->jsign[q] * it->Ftry[it->jidx[q]];
-        it->dw[it->jrow[k]] = it->jcon[k] ? -(s - it->jc0[k]) * a : -s;
+        it->dw[it->jrow[k]] = it->jcon[k] ? -(s - (it->jfix ? it->jc0[k] : 0)) * a : -s;
     }
 }
 
-static void kernel_update(emn_integ *it, double a)
+/* A linear step's right-hand side -r(0) at w = 0, row r of each
+ * constraint: a u'F(z0) = a (u'ft + u'dF/dz z0), z0 = -hz / a (nothing
+ * along u reads a velocity). */
+static void kernel_rhs0(emn_integ *it, double a, const double *hz)
+{
+    const double *ft = it->f->ft;
+    for (int k = 0; k < it->nkrow; k++) {
+        if (!it->jcon[k]) continue;
+        double s = 0;
+        for (int q = it->jptr[k]; q < it->jptr[k + 1]; q++) s += it->jsign[q] * ft[it->jidx[q]];
+        for (int e = it->jgptr[k]; e < it->jgptr[k + 1]; e++) s -= it->jgval[e] * hz[it->jgcol[e]] / a;
+        it->dw[it->jrow[k]] = s * a;
+    }
+}
+
+/* The solution x of newton_lu's matrix back in the coordinates: x along
+ * u (row r's, times s) onto u's coordinates. */
+static void kernel_update(const emn_integ *it, double a, double *x)
 {
     for (int k = 0; k < it->nkrow; k++) {
+        if (!(it->jfix || it->jcon[k])) continue;
         int r = it->jrow[k];
-        double x = it->dw[r] * (it->jcon[k] ? a : 1);
+        double y = x[r] * (it->jcon[k] ? a : 1);
         for (int q = it->jptr[k]; q < it->jptr[k + 1]; q++) {
             int j = it->jidx[q];
-            it->dw[j] = j == r ? it->jsign[q] * x : it->dw[j] + it->jsign[q] * x;
+            x[j] = j == r ? it->jsign[q] * y : x[j] + it->jsign[q] * y;
         }
     }
 }
@@ -1492,6 +1531,7 @@ static int newton(emn_integ *it, double tnew, double a, const double *hz, const 
         it->st.newton++;
         emn_lu *lu = newton_lu(it, a, it->ztry, it->wtry, true);
         if (!lu) return 1;
+        if (it->nkrow > 0) kernel_rhs0(it, a, hz);
         /* the right-hand side is -r(0), so its solve is w itself: the
          * arrays trade places instead of a pass copying one into the
          * other (negating before the solve or after it gives the same
@@ -1501,6 +1541,7 @@ static int newton(emn_integ *it, double tnew, double a, const double *hz, const 
         double *t = it->wtry;
         it->wtry = it->dw;
         it->dw = t;
+        if (it->nkrow > 0) kernel_update(it, a, it->wtry);
         /* z, the evaluation and the residual's test in one pass */
         if (step_check(&S, lte) >= 0) return 1;
         iter = 1;
@@ -1533,9 +1574,9 @@ static int newton(emn_integ *it, double tnew, double a, const double *hz, const 
         bool kept = !linear && keep;
         emn_lu *lu = kept ? it->lu : newton_lu(it, a, it->ztry, it->wtry, linear);
         if (!lu) return 1;
-        if (it->jfix) kernel_residual(it, a);
+        if (it->nkrow > 0) kernel_residual(it, a);
         emn_lu_solve(lu, it->dw);
-        if (it->jfix) kernel_update(it, a);
+        if (it->nkrow > 0) kernel_update(it, a, it->dw);
         it->st.solves++;
         if (run(&S, SW_UPDATE) >= 0) return 1;
         double norm = fmax(S.norm[0], S.norm[1]);

@@ -672,6 +672,14 @@ run_emnet -q -form flux -tran "$NETS/icl_sin.cir"
 printf '%s\n' "$out" >"$WORK/tbl"
 check $rc "icl_sin flux, default tolerances: through the sine's peaks (exit 0)" "exit status $rc" "$err"
 check_analytic "$WORK/tbl" 2e-3 "icl_sin flux, default tolerances: the closed form" "$ICL_SIN"
+# The same beside an electrostatic plate (icl_plate.cir): a nonlinear
+# circuit, whose steps start at 1e-9 s, where a step's own pivot along
+# the two nodes' sum, a C - a C + h / (2 L), rounds to zero too.
+for method in trap gear; do
+    tran icl_plate -form flux -method $method
+    check $rc "icl_plate flux $method: icl_sin beside a C(x) (exit 0)" "exit status $rc" "$err"
+    check_analytic "$WORK/tbl" $TOL "icl_plate flux $method: icl_sin's closed form" "$ICL_SIN"
+done
 
 # A ramped current source across an inductor, with node b hanging from a
 # on C1 || R1 (il_pwl.cir): no current flows in them, v(b) = v(a) = L
