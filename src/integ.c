@@ -697,6 +697,7 @@ static void kernel_rows_setup(emn_integ *it, const sign_vectors *sv)
                 it->jsign[nq++] = sv->sign[q];
             }
             it->jcon[nj] = !damped;
+            it->njcon += !damped;
             /* a constraint's whole row u'dF/dz, for constraint_rates */
             if (!damped) {
                 if ((size_t)it->jgptr[nj] + (size_t)uK.n > cap_g) {
@@ -1531,7 +1532,7 @@ static int newton(emn_integ *it, double tnew, double a, const double *hz, const 
         it->st.newton++;
         emn_lu *lu = newton_lu(it, a, it->ztry, it->wtry, true);
         if (!lu) return 1;
-        if (it->nkrow > 0) kernel_rhs0(it, a, hz);
+        if (it->njcon > 0) kernel_rhs0(it, a, hz);
         /* the right-hand side is -r(0), so its solve is w itself: the
          * arrays trade places instead of a pass copying one into the
          * other (negating before the solve or after it gives the same
@@ -1541,7 +1542,7 @@ static int newton(emn_integ *it, double tnew, double a, const double *hz, const 
         double *t = it->wtry;
         it->wtry = it->dw;
         it->dw = t;
-        if (it->nkrow > 0) kernel_update(it, a, it->wtry);
+        if (it->njcon > 0) kernel_update(it, a, it->wtry);
         /* z, the evaluation and the residual's test in one pass */
         if (step_check(&S, lte) >= 0) return 1;
         iter = 1;
@@ -1574,9 +1575,10 @@ static int newton(emn_integ *it, double tnew, double a, const double *hz, const 
         bool kept = !linear && keep;
         emn_lu *lu = kept ? it->lu : newton_lu(it, a, it->ztry, it->wtry, linear);
         if (!lu) return 1;
-        if (it->nkrow > 0) kernel_residual(it, a);
+        bool kr = it->jfix ? it->nkrow > 0 : it->njcon > 0;
+        if (kr) kernel_residual(it, a);
         emn_lu_solve(lu, it->dw);
-        if (it->nkrow > 0) kernel_update(it, a, it->dw);
+        if (kr) kernel_update(it, a, it->dw);
         it->st.solves++;
         if (run(&S, SW_UPDATE) >= 0) return 1;
         double norm = fmax(S.norm[0], S.norm[1]);
@@ -2174,7 +2176,7 @@ static void alg_rates(emn_integ *it)
  * else reads that move: z, p and F stand. */
 static void constraint_rates(emn_integ *it)
 {
-    if (it->nkrow == 0 || it->o.method != EMN_METHOD_TRAP) return;
+    if (it->njcon == 0 || it->o.method != EMN_METHOD_TRAP) return;
     double h = it->h, hp = it->hprev;
     bool two = it->order == 2 && it->since_bp >= 2 && hp > 0;
     double c0 = two ? (2 * h + hp) / (h * (h + hp)) : 1 / h, c1 = two ? -(h + hp) / (h * hp) : -1 / h;
@@ -2266,9 +2268,7 @@ static int consistent_w(emn_integ *it, double t, const double *z0, const double 
         it->hp[j] = -a * p0[j];
         it->wtry[j] = wguess ? wguess[j] : 0;
     }
-    bool con = false;
-    for (int k = 0; k < it->nkrow; k++) con = con || it->jcon[k];
-    if (con) {
+    if (it->njcon > 0) {
         /* kernel_residual's u'F at (z0, t), for the undamped u (no
          * velocity reaches it) */
         int bad = -1;
@@ -2319,8 +2319,7 @@ static int consistent_w(emn_integ *it, double t, const double *z0, const double 
  * it was if it does not settle. */
 static void alg_start(emn_integ *it, double t0, double *z)
 {
-    int na = it->nalg, n = it->n, ne = it->f->ne, m = na;
-    for (int k = 0; k < it->nkrow; k++) m += it->jcon[k];
+    int na = it->nalg, n = it->n, ne = it->f->ne, m = na + it->njcon;
     if (m == 0) return;
     emn_form *f = it->f;
     const emn_sparse *J = &f->J;
@@ -2670,7 +2669,7 @@ int emn_integ_step(emn_integ *it, double tlimit)
              * output's, are kept for the others, whose velocities are
              * continuous and which consistent_w's step of 1e-9 hmax would
              * move by that step times their slope */
-            for (int k = 0; k < it->nkrow; k++)
+            for (int k = 0; k < it->nkrow && it->njcon > 0; k++)
                 for (int q = it->jptr[k]; q < it->jptr[k + 1] && it->jcon[k]; q++)
                     it->w[1][it->jidx[q]] = it->w_right[it->jidx[q]];
         }

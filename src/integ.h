@@ -129,12 +129,13 @@ typedef struct emn_integ {
      * in [jzptr[k], jzptr[k + 1]), are zeroed and get -s (jvd[e] + jvk[e]
      * / a) at slot jslot[e], e in [jeptr[k], jeptr[k + 1]) (u'dF/dw and
      * u'dF/dz, dF/dw u and dF/dz u), and -s^2 (jdd[k] + jdk[k] / a) at
-     * jdslot[k]; s = a where nothing damps u (jcon[k]: u'F(z, t) = 0 is
-     * a constraint, met at the start by alg_start), else 1; jc0[k], u'F
+     * jdslot[k]; s = a where nothing damps u (jcon[k], njcon of them:
+     * u'F(z, t) = 0 is a constraint, met at the start by alg_start, and
+     * the steps' matrices have its row and column too), else 1; jc0[k], u'F
      * at the point the start's step leaves from; a constraint's whole
      * row u'dF/dz, jgval[e] in column jgcol[e], e in [jgptr[k], jgptr[k +
      * 1]) (constraint_rates) */
-    int nkrow, *jptr, *jidx, *jrow, *jeptr, *jslot, *jzptr, *jzero, *jdslot, *jgptr, *jgcol;
+    int nkrow, njcon, *jptr, *jidx, *jrow, *jeptr, *jslot, *jzptr, *jzero, *jdslot, *jgptr, *jgcol;
     signed char *jsign;
     bool *jcon, jfix;
     double *jvd, *jvk, *jdd, *jdk, *jc0, *jgval;
