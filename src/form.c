@@ -2886,6 +2886,61 @@ static double slot_rate(const emn_form *f, const emn_lmap *s, const double *w)
     return u;
 }
 
+int emn_form_source_slots(const emn_form *f, bool *exact)
+{
+    int ns = f->slots.n;
+    for (int sl = 0; sl < ns; sl++) exact[sl] = f->slots.v[sl].nc == 0 && f->slots.v[sl].nd > 0;
+    for (int i = 0; i < f->terms.n; i++) {
+        const emn_term *tm = &f->terms.v[i];
+        bool all = tm->tmpl->linear;
+        for (int a = 0; a < tm->m && all; a++) all = exact[tm->slot[a]];
+        if (!all)
+            for (int a = 0; a < tm->m; a++) exact[tm->slot[a]] = false;
+    }
+    int count = 0;
+    for (int sl = 0; sl < ns; sl++) count += exact[sl];
+    return count;
+}
+
+void emn_form_source_slot_rates(const emn_form *f, const bool *exact, double t, const double *z, const double *w,
+                                double *slot_dp)
+{
+    /* a piecewise-linear source's slope from the left: a hair before
+     * t, where no corner falls between */
+    double tl = t - 1e-9 * fabs(t);
+    double *loc = f->scratch;
+    for (int i = 0; i < f->terms.n; i++) {
+        const emn_term *tm = &f->terms.v[i];
+        if (tm->m == 0 || !exact[tm->slot[0]]) continue;
+        for (int a = 0; a < tm->m; a++) slot_dp[tm->slot[a]] = 0;
+    }
+    for (int i = 0; i < f->terms.n; i++) {
+        const emn_term *tm = &f->terms.v[i];
+        const emn_tmpl *tp = tm->tmpl;
+        int m = tm->m;
+        if (m == 0 || !exact[tm->slot[0]]) continue;
+        emn_form_term_locals(f, tm, z, w, loc);
+        for (int bi = 0; bi < m; bi++) {
+            /* slot b's value moves at its rate u = sum d s, and u at
+             * sum d s' */
+            const emn_lmap *sb = &f->slots.v[tm->slot[bi]];
+            double u = 0, du = 0;
+            for (int q = 0; q < sb->nd; q++) {
+                const emn_source *src = f->c->elems.v[f->src_elem[emn_lmap_di(sb)[q]]].src;
+                bool corners = src->kind == EMN_WAVE_PWL || src->kind == EMN_WAVE_PULSE;
+                u += emn_lmap_d(sb)[q] * emn_wave_value(src, t);
+                du += emn_lmap_d(sb)[q] * emn_wave_deriv(src, corners ? tl : t);
+            }
+            for (int ai = 0; ai < m && (u != 0 || du != 0); ai++) {
+                int e = ai * m + bi;
+                double pv = tp->tpv ? emn_tape_eval(tp->tpv[e], loc) : emn_expr_eval(tp->pv[e], loc);
+                double pu = tp->tpu ? emn_tape_eval(tp->tpu[e], loc) : emn_expr_eval(tp->pu[e], loc);
+                slot_dp[tm->slot[ai]] += u * pv + du * pu;
+            }
+        }
+    }
+}
+
 int emn_form_rates(emn_form *f, const double *z, const double *w, double *dp, double *dF, double *slot_dp)
 {
     return emn_form_rates_scaled(f, z, w, dp, dF, slot_dp, NULL);
