@@ -2886,6 +2886,18 @@ static double slot_rate(const emn_form *f, const emn_lmap *s, const double *w)
     return u;
 }
 
+bool emn_form_sources_continuous(const emn_form *f, double t)
+{
+    double tl = t - 1e-12 * fabs(t);
+    for (int l = 0; l < f->nlive; l++) {
+        const emn_source *src = f->c->elems.v[f->src_elem[f->live_src[l]]].src;
+        if (src->kind == EMN_WAVE_NONE || src->kind == EMN_WAVE_SIN) continue;
+        double a = emn_wave_value(src, t), b = emn_wave_value(src, tl);
+        if (!(fabs(a - b) <= 1e-9 * (fabs(a) + fabs(b)))) return false;
+    }
+    return true;
+}
+
 int emn_form_source_slots(const emn_form *f, bool *exact)
 {
     int ns = f->slots.n;

@@ -315,6 +315,11 @@ int emn_form_rates(emn_form *f, const double *z, const double *w, double *dp, do
 int emn_form_rates_scaled(emn_form *f, const double *z, const double *w, double *dp, double *dF,
                           double *slot_dp, double *dFscale);
 
+/* Whether every source's value is continuous at t: none jumps there
+ * (a PWL with a repeated time, an expression's step), to 1e-9 of its
+ * size. */
+bool emn_form_sources_continuous(const emn_form *f, double t);
+
 /* Slots whose branch dual only the sources set: no coordinate in the
  * slot, and every term on it linear, with its other slots so too (a
  * capacitor across a voltage source in the flux formulation, an inductor
