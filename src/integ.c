@@ -575,14 +575,14 @@ static void combine(const emn_cmat *M, const col_mat *C, const sign_vectors *sv,
 }
 
 /* The start's Newton matrix, a dp/dw + dp/dz - dF/dw - dF/dz / a at a =
- * 1e9 / hmax (consistent_w), along a null vector u of a linear circuit's
- * dp/dw (emn_form_mass_kernel: capacitors that nothing ties to ground,
- * flux formulation): u' times it is -u'dF/dw - u'dF/dz / a, but each row
+ * 1e9 / hmax (consistent_w), along a null vector u of dp/dw
+ * (emn_form_mass_kernel: capacitors that nothing ties to ground, flux
+ * formulation): u' times it is -u'dF/dw - u'dF/dz / a, but each row
  * holds a C of size a, which cancel in the sum, and so does a u'p in its
  * right-hand side.  What is left is rounding of a |p| in the balance
- * u'F: node voltages 2e-6 V off behind a 10 kOhm resistor, next to
- * capacitors at 947 V (random deck r454, at a corner of a PULSE, reltol
- * 1e-5), which stopped random deck r493.  Where nothing damps u
+ * u'F: node voltages 0.02 V off behind a 10 kOhm resistor, next to
+ * capacitors at 947 V (random deck r454, at a corner of a PULSE), and
+ * random deck r493 stopped at reltol 1e-5.  Where nothing damps u
  * (u'dF/dw = 0) the pivot a C - a C + 1 / (a L) rounds to zero and the
  * start fails: a current source through a capacitor and an inductor in
  * series.  So the start solves for u as one unknown, in place of one
@@ -593,9 +593,11 @@ static void combine(const emn_cmat *M, const col_mat *C, const sign_vectors *sv,
  * size of the rest.  The right-hand side's row r is u' times the
  * residual without u'p.  Undamped, u'F(z, t) = 0 is a constraint on the
  * coordinates along u (u'dF/dz u != 0), which jump at the start to meet
- * it (alg_start).  Only where J's pattern holds row and column r's
- * entries, and u'dp/dz = dp/dz u = 0 (a linear circuit's momenta read
- * its velocities alone). */
+ * it (alg_start), and the steps' matrices, whose pivot along u is a C - a
+ * C + 1 / (a L) too, take the same unknown (newton_lu).  Only where J's
+ * pattern holds row and column r's entries, where u'dp/dz = dp/dz u = 0
+ * (a linear term's momenta read velocities alone), and where no
+ * nonlinear term reads or drives a coordinate of u. */
 static void kernel_rows_setup(emn_integ *it, const sign_vectors *sv)
 {
     emn_form *f = it->f;
@@ -635,6 +637,11 @@ static void kernel_rows_setup(emn_integ *it, const sign_vectors *sv)
             for (int q = 0; q < m->nc; q++) nlc[emn_lmap_ci(m)[q]] = true;
         }
     }
+    /* each coordinate's vector, or -1 */
+    int *comp = emn_xmalloc(((size_t)n + 1) * sizeof(int));
+    for (int j = 0; j < n; j++) comp[j] = -1;
+    for (int k = 0; k < nv; k++)
+        for (int q = sv->ptr[k]; q < sv->ptr[k + 1]; q++) comp[sv->idx[q]] = k;
     int nj = 0, nq = 0;
     it->jptr[0] = it->jeptr[0] = 0;
     for (int k = 0; k < nv; k++) {
@@ -652,6 +659,15 @@ static void kernel_rows_setup(emn_integ *it, const sign_vectors *sv)
         }
         bool damped = !sum_zero(&uD) || !sum_zero(&Du);
         bool ok = sum_zero(&uP) && sum_zero(&Pu) && (damped || fabs(uku) > 64 * DBL_EPSILON * uk_mag);
+        /* nor where dF/dw or dF/dz joins u to another vector: T' J T's
+         * entry between the two would be u'J v, which neither row nor
+         * column makes (kernel_setup drops such groups too) */
+        const sum_vec *all[4] = {&uD, &uK, &Du, &Ku};
+        for (int x = 0; x < 4 && ok; x++)
+            for (int t = 0; t < all[x]->n && ok; t++) {
+                int c = all[x]->idx[t];
+                ok = comp[c] < 0 || comp[c] == k || sum_at(all[x], c) == 0;
+            }
         /* r: a coordinate of u whose row and column in J hold every
          * entry of u'J and J u */
         int row = -1;
@@ -746,6 +762,7 @@ static void kernel_rows_setup(emn_integ *it, const sign_vectors *sv)
     }
     free(is_row);
     free(nlc);
+    free(comp);
 }
 
 emn_integ *emn_integ_new(emn_form *f, const emn_integ_opts *o)

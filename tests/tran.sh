@@ -707,6 +707,21 @@ for form in charge flux; do
         "$VC_PWL"
 done
 
+# Two floating capacitors in a chain behind a current source
+# (twofloat.cir): each pair of nodes they join is a null vector of the
+# capacitance matrix (flux formulation), damped through R1, which joins
+# the two vectors; such a vector keeps its coordinates' own rows at the
+# start (integ.c, kernel_rows_setup: the entry between two vectors is
+# neither's).  The chain's current is I everywhere.
+TWOFLOAT='w = 2000 * 3.14159265358979; i = 1e-3 * sin(w * t); q = 1e-3 / w * (1 - cos(w * t))
+    W["v(d)"] = 1e3 * i; W["v(c)"] = 1e3 * i + q / 2e-6; W["v(b)"] = 2e3 * i + q / 2e-6
+    W["v(a)"] = 2e3 * i + q / 2e-6 + q / 1e-6'
+for form in charge flux; do
+    tran twofloat -form $form
+    check $rc "twofloat $form: two floating capacitors in a chain (exit 0)" "exit status $rc" "$err"
+    check_analytic "$WORK/tbl" $TOL "twofloat $form: every node from the chain's current" "$TWOFLOAT"
+done
+
 # A ramped current source across an inductor, with node b hanging from a
 # on C1 || R1 (il_pwl.cir): no current flows in them, v(b) = v(a) = L
 # dI/dt, a constant on each ramp that jumps at each corner (the corners
