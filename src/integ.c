@@ -2161,16 +2161,27 @@ static void accept(emn_integ *it, double tnew, double h, const step_formula *s)
  * by more than their own size, beyond the velocity's tolerance: a ring,
  * or a velocity passing zero.  p and F read no such velocity, so they
  * stand as evaluated. */
+/* The backward difference of the last accepted points at the newest:
+ * y' = c[0] y0 + c[1] y1 + c[2] y2, second order through three points
+ * where they all follow the last breakpoint, else first order (c[2] =
+ * 0). */
+static void backward_difference(const emn_integ *it, double c[3])
+{
+    double h = it->h, hp = it->hprev;
+    bool two = it->order == 2 && it->since_bp >= 2 && hp > 0;
+    c[0] = two ? (2 * h + hp) / (h * (h + hp)) : 1 / h;
+    c[1] = two ? -(h + hp) / (h * hp) : -1 / h;
+    c[2] = two ? h / (hp * (h + hp)) : 0;
+}
+
 static void alg_rates(emn_integ *it)
 {
     if (it->nalg == 0 || it->o.method != EMN_METHOD_TRAP) return;
-    double h = it->h, hp = it->hprev;
-    bool two = it->order == 2 && it->since_bp >= 2 && hp > 0;
-    double c0 = two ? (2 * h + hp) / (h * (h + hp)) : 1 / h, c1 = two ? -(h + hp) / (h * hp) : -1 / h;
-    double c2 = two ? h / (hp * (h + hp)) : 0;
+    double c[3];
+    backward_difference(it, c);
     for (int k = 0; k < it->nalg; k++) {
         int j = it->alg[k];
-        double wb = c0 * it->z[0][j] + c1 * it->z[1][j] + (two ? c2 * it->z[2][j] : 0), wt = it->w[0][j];
+        double wb = c[0] * it->z[0][j] + c[1] * it->z[1][j] + c[2] * it->z[2][j], wt = it->w[0][j];
         double d = fabs(wt - wb);
         if (d > 0.5 * (fabs(wt) + fabs(wb)) && d > abs_tol_zd(it, j))
             it->w[0][j] = wb;
@@ -2194,16 +2205,14 @@ static void alg_rates(emn_integ *it)
 static void constraint_rates(emn_integ *it)
 {
     if (it->njcon == 0 || it->o.method != EMN_METHOD_TRAP) return;
-    double h = it->h, hp = it->hprev;
-    bool two = it->order == 2 && it->since_bp >= 2 && hp > 0;
-    double c0 = two ? (2 * h + hp) / (h * (h + hp)) : 1 / h, c1 = two ? -(h + hp) / (h * hp) : -1 / h;
-    double c2 = two ? h / (hp * (h + hp)) : 0;
+    double cb[3];
+    backward_difference(it, cb);
     for (int k = 0; k < it->nkrow; k++) {
         if (!it->jcon[k]) continue;
         double g = 0, gw = 0;
         for (int e = it->jgptr[k]; e < it->jgptr[k + 1]; e++) {
             int c = it->jgcol[e];
-            g += it->jgval[e] * (c0 * it->z[0][c] + c1 * it->z[1][c] + (two ? c2 * it->z[2][c] : 0));
+            g += it->jgval[e] * (cb[0] * it->z[0][c] + cb[1] * it->z[1][c] + cb[2] * it->z[2][c]);
             gw += it->jgval[e] * it->w[0][c];
         }
         double x = (g - gw) / it->jdk[k];
