@@ -2898,9 +2898,10 @@ bool emn_form_sources_continuous(const emn_form *f, double t)
     return true;
 }
 
-int emn_form_source_slots(const emn_form *f, bool *exact)
+int emn_form_source_terms(const emn_form *f, int *terms)
 {
-    int ns = f->slots.n;
+    int ns = f->slots.n, nt = 0;
+    bool *exact = emn_xmalloc((size_t)ns + 1);
     for (int sl = 0; sl < ns; sl++) exact[sl] = f->slots.v[sl].nc == 0 && f->slots.v[sl].nd > 0;
     for (int i = 0; i < f->terms.n; i++) {
         const emn_term *tm = &f->terms.v[i];
@@ -2909,28 +2910,27 @@ int emn_form_source_slots(const emn_form *f, bool *exact)
         if (!all)
             for (int a = 0; a < tm->m; a++) exact[tm->slot[a]] = false;
     }
-    int count = 0;
-    for (int sl = 0; sl < ns; sl++) count += exact[sl];
-    return count;
+    for (int i = 0; i < f->terms.n; i++)
+        if (f->terms.v[i].m > 0 && exact[f->terms.v[i].slot[0]]) terms[nt++] = i;
+    free(exact);
+    return nt;
 }
 
-void emn_form_source_slot_rates(const emn_form *f, const bool *exact, double t, const double *z, const double *w,
-                                double *slot_dp)
+void emn_form_source_slot_rates(const emn_form *f, const int *terms, int nt, double t, const double *z,
+                                const double *w, double *slot_dp)
 {
     /* a piecewise-linear source's slope from the left: a hair before
      * t, where no corner falls between */
     double tl = t - 1e-9 * fabs(t);
     double *loc = f->scratch;
-    for (int i = 0; i < f->terms.n; i++) {
-        const emn_term *tm = &f->terms.v[i];
-        if (tm->m == 0 || !exact[tm->slot[0]]) continue;
+    for (int k = 0; k < nt; k++) {
+        const emn_term *tm = &f->terms.v[terms[k]];
         for (int a = 0; a < tm->m; a++) slot_dp[tm->slot[a]] = 0;
     }
-    for (int i = 0; i < f->terms.n; i++) {
-        const emn_term *tm = &f->terms.v[i];
+    for (int k = 0; k < nt; k++) {
+        const emn_term *tm = &f->terms.v[terms[k]];
         const emn_tmpl *tp = tm->tmpl;
         int m = tm->m;
-        if (m == 0 || !exact[tm->slot[0]]) continue;
         emn_form_term_locals(f, tm, z, w, loc);
         for (int bi = 0; bi < m; bi++) {
             /* slot b's value moves at its rate u = sum d s, and u at

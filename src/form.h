@@ -323,15 +323,15 @@ bool emn_form_sources_continuous(const emn_form *f, double t);
 /* Slots whose branch dual only the sources set: no coordinate in the
  * slot, and every term on it linear, with its other slots so too (a
  * capacitor across a voltage source in the flux formulation, an inductor
- * in series with a current source in the charge formulation).  exact[sl]
- * (slots.n long) marks them; returns how many. */
-int emn_form_source_slots(const emn_form *f, bool *exact);
-/* Their momentum rates at time t from the sources' slopes there, taken
- * from the left (at a corner, the slope before it): slot_dp[sl] for each
- * slot exact marks, the others untouched.  z and w: any state (a linear
- * term's coefficients do not read it). */
-void emn_form_source_slot_rates(const emn_form *f, const bool *exact, double t, const double *z, const double *w,
-                                double *slot_dp);
+ * in series with a current source in the charge formulation).  The terms
+ * on them go to terms (terms.n long); returns how many. */
+int emn_form_source_terms(const emn_form *f, int *terms);
+/* Their slots' momentum rates at time t from the sources' slopes there,
+ * taken from the left (at a corner, the slope before it): slot_dp[sl] for
+ * each slot of the nt terms, the others untouched.  z and w: any state
+ * (a linear term's coefficients do not read it). */
+void emn_form_source_slot_rates(const emn_form *f, const int *terms, int nt, double t, const double *z,
+                                const double *w, double *slot_dp);
 
 /* Check that every C(x) and L(x) is positive and finite at z.  Returns the
  * element index of the first that is not (its value in *value), or -1. */

@@ -54,11 +54,11 @@ typedef struct sim {
     /* duals */
     bool need_dual;
     double *pi, *pidot, *pi1, *pi2, *Fs;
-    /* the slots whose duals the sources alone set (emn_form_source_slots):
-     * their rates from the sources' slopes, not from a parabola through
-     * the accepted points, which errs by h^2 p''' / 3 at any reltol */
-    bool *xslot;
-    int nxslot;
+    /* the terms on the slots whose duals the sources alone set
+     * (emn_form_source_terms): their rates from the sources' slopes, not
+     * from a parabola through the accepted points, which errs by h^2 p'''
+     * / 3 at any reltol */
+    int *xterm, nxterm;
     double *ndv;                /* node voltages (charge) */
     double *bcur;               /* branch currents of eliminated branches (flux) */
     double *nodecur;
@@ -673,8 +673,8 @@ static void dual_arrays(sim *S, bool all)
     S->pi1 = emn_xcalloc((size_t)ns + 1, sizeof(double));
     S->pi2 = emn_xcalloc((size_t)ns + 1, sizeof(double));
     S->Fs = emn_xcalloc((size_t)ns + 1, sizeof(double));
-    S->xslot = emn_xcalloc((size_t)ns + 1, sizeof(bool));
-    S->nxslot = emn_form_source_slots(f, S->xslot);
+    S->xterm = emn_xmalloc(((size_t)f->terms.n + 1) * sizeof(int));
+    S->nxterm = emn_form_source_terms(f, S->xterm);
     S->ndv = emn_xcalloc((size_t)nn + 1, sizeof(double));
     S->nodecur = emn_xcalloc((size_t)nn + 1, sizeof(double));
     S->bcur = emn_xcalloc((size_t)ne + 1, sizeof(double));
@@ -813,7 +813,7 @@ static void sim_free(sim *S)
     free(S->termval);
     free(S->mnodes); free(S->valued);
     free(S->nx); free(S->nu);
-    free(S->pi); free(S->pidot); free(S->pi1); free(S->pi2); free(S->Fs); free(S->xslot);
+    free(S->pi); free(S->pidot); free(S->pi1); free(S->pi2); free(S->Fs); free(S->xterm);
     free(S->ndv); free(S->nodecur); free(S->bcur);
     free(S->dsl); free(S->knode); free(S->kel); free(S->knode_in);
     free(S->sig); free(S->names); free(S->units); free(S->fexpr);
@@ -1320,7 +1320,7 @@ static void update_duals(sim *S, const double *z, const double *w, bool start)
             S->pidot[sl] = c0 * S->pi[sl] + c1 * S->pi1[sl] + c2 * S->pi2[sl];
         }
     }
-    if (S->nxslot > 0) emn_form_source_slot_rates(S->f, S->xslot, it->t, z, w, S->pidot);
+    if (S->nxterm > 0) emn_form_source_slot_rates(S->f, S->xterm, S->nxterm, it->t, z, w, S->pidot);
 }
 
 /* A capacitance or inductance that has reached zero or gone negative, a
