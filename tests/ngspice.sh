@@ -2,9 +2,9 @@
 # ngspice.sh: linear circuits through emnet and through ngspice.
 #
 # The netlists (RC, series RLC, an RLC ladder driven by PULSE and PWL
-# sources, two LC circuits coupled by K, a network of inductor loops, and
-# bench's 20 x 20 RLC mesh; an LC tank riding on kilovolts at emnet's
-# default tolerances)
+# sources, two LC circuits coupled by K, a network of inductor loops, a
+# pulsed divider with an open winding, and bench's 20 x 20 RLC mesh; an
+# LC tank riding on kilovolts at emnet's default tolerances)
 # use only SPICE syntax, so ngspice runs the same element lines: the
 # script drops the .print line, adds tight tolerances and a .control
 # block that linearizes ngspice's result onto the .tran output grid and
@@ -19,7 +19,8 @@ NETS="$TESTS_DIR/netlists/tran"
 # NET:signals ngspice can name (node voltages, inductor and source
 # currents); they are compared wherever emnet's .print has them
 CASES="rc:v(out)+i(v1) rlc:v(b)+i(l1)+v(a)+v(a,b) ladder_src:v(b)+v(d)+i(l1)+i(l2)+i(v1)+v(a,b)
-       lc_k:i(l1)+i(l2)+v(b)+v(a)+i(v1) pad_pwl:v(g)+v(x)+i(l1)+i(v1) lloops:v(n1)+v(n2)+v(n3)+i(l3)"
+       lc_k:i(l1)+i(l2)+v(b)+v(a)+i(v1) pad_pwl:v(g)+v(x)+i(l1)+i(v1) lloops:v(n1)+v(n2)+v(n3)+i(l3)
+       open_winding:v(n1)+v(n2)+v(n3)+v(n4)"
 
 PAD_CHARGE_TODO="charge formulation: v(x) is L di/dt, a derivative of the loop current that no error test holds"
 
@@ -115,6 +116,18 @@ if [ -s "$WORK/pad_pwl.ngspice" ]; then
         rej=$(printf '%s\n' "$err" | sed -n 's/.* steps, \([0-9]*\) rejected.*/\1/p')
         awk -v r="$rej" 'BEGIN { exit !(r != "" && r + 0 < 16) }'
         ok $? "pad_pwl $form, default tolerances: fewer rejected steps than corners (16)" "rejected: $rej; $err"
+    done
+fi
+
+# The open winding at emnet's default tolerances too (its flux run
+# stopped at 1.1 ms at every reltol, integ.c's branch_est)
+if [ -s "$WORK/open_winding.ngspice" ]; then
+    for form in charge flux; do
+        run_emnet -form $form -tran "$NETS/open_winding.cir"
+        ok $rc "open_winding $form, default tolerances: emnet runs (exit 0)" "exit status $rc" "$err"
+        printf '%s\n' "$out" | select_cols /dev/stdin 'v(n1)' 'v(n2)' 'v(n3)' 'v(n4)' >"$WORK/open_winding.default"
+        check_table "$WORK/open_winding.default" "$WORK/open_winding.ngspice" 1e-3 1e-30 \
+            "open_winding $form, default tolerances: every signal within 1e-3 of its peak of ngspice's reltol 1e-6 run"
     done
 fi
 
