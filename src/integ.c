@@ -2507,6 +2507,17 @@ int emn_integ_probe(emn_integ *it, double *z1, double *h)
     return consistent_w(it, t0 + dt, z1, it->ptry, it->w[0]);
 }
 
+/* True if nothing moves and nothing pushes at the last accepted point:
+ * every velocity and every force exactly zero (a start from rest, or from
+ * an operating point under sources that are all zero, before any source
+ * has moved). */
+static bool at_rest(const emn_integ *it)
+{
+    for (int j = 0; j < it->n; j++)
+        if (it->w[0][j] != 0 || it->F[0][j] != 0) return false;
+    return true;
+}
+
 /* True if p and F are finite at the last accepted state and time t; on
  * failure it->nan_coord is a coordinate where they are not. */
 static bool state_finite(emn_integ *it, double t)
@@ -2613,13 +2624,19 @@ int emn_integ_step(emn_integ *it, double tlimit)
      * again (rounded down, a sixteenth would be factored for this step
      * alone).  Far shorter for a nonlinear one, which refactors at every
      * step anyway. */
-    if (it->npast == 0) {
+    /* A corner met at rest (nothing moved before a source's delay ran
+     * out) is a start too, whose first step is as short as a nonlinear
+     * circuit's: untested (below), a tenth of hmax there left random
+     * RLC circuits driven by a delayed PULSE up to eight times the error
+     * of a tested restart. */
+    bool start = it->npast == 0 || (it->restart && at_rest(it));
+    if (start) {
         /* No error test can judge this step (see below), so below the
          * default reltol a linear circuit's is shortened as the square
          * root of reltol: a first-order step's error, O(h^2), then
          * shrinks with reltol.  A nonlinear one's is short already. */
         double tight = linear ? fmin(1, sqrt(it->o.reltol / 1e-3)) : 1;
-        h = fmin(it->o.hmax, fmin(it->next_bp, tlimit) - t) * (linear ? 0.1 : 1e-4) * tight;
+        h = fmin(it->o.hmax, fmin(it->next_bp, tlimit) - t) * (linear && it->npast == 0 ? 0.1 : 1e-4) * tight;
         if (linear) h = ladder(it, h, true);
     } else {
         h = it->hnext;
@@ -2631,7 +2648,7 @@ int emn_integ_step(emn_integ *it, double tlimit)
      * says nothing about what follows, and a long first-order step there
      * leaves an error in slow modes (a pad inductor's current) that the
      * error test cannot see */
-    if (it->restart && it->npast > 0) {
+    if (it->restart && !start) {
         double gap = fmin(it->next_bp, tlimit) - t;
         double cap = 0.1 * (it->hfull > 0 ? fmin(it->hfull, gap) : gap);
         /* a linear circuit's: the ladder step nearest it (an eighth of
@@ -2723,8 +2740,17 @@ int emn_integ_step(emn_integ *it, double tlimit)
         }
         /* The very first step is short and first order; from rest its
          * error and the state are both O(h^2), so a relative test means
-         * nothing: accept it, as SPICE does. */
-        double err = it->npast == 0 ? 0.1 : with_lte && lte.done ? lte_result(&lte, &worst) : lte_ratio(it, &s, hf, &worst);
+         * nothing: accept it, as SPICE does.  So is the first from rest
+         * at a corner: against each coordinate's own motion, all of it
+         * since the corner, the estimate of a motion that starts from
+         * exactly zero is the same fraction of it at every step length
+         * (h/2 of a velocity's rise against reltol h of it), and only
+         * the absolute tolerances, at steps of picoseconds, ended the
+         * halving; where consistent_w's right-hand forces were not
+         * exactly zero, nothing did (random circuits driven by a
+         * delayed PULSE, from uic, stopped at the delay; with no delay
+         * they ran). */
+        double err = start ? 0.1 : with_lte && lte.done ? lte_result(&lte, &worst) : lte_ratio(it, &s, hf, &worst);
         if (err > 1) {
             it->st.rejected++;
             it->st.lte_rejects++;

@@ -3,8 +3,9 @@
 #
 # The netlists (RC, series RLC, an RLC ladder driven by PULSE and PWL
 # sources, two LC circuits coupled by K, a network of inductor loops, a
-# pulsed divider with an open winding, and bench's 20 x 20 RLC mesh; an
-# LC tank riding on kilovolts at emnet's default tolerances)
+# pulsed divider with an open winding, a delayed pulse from rest into a
+# capacitor bank, and bench's 20 x 20 RLC mesh; an LC tank riding on
+# kilovolts at emnet's default tolerances)
 # use only SPICE syntax, so ngspice runs the same element lines: the
 # script drops the .print line, adds tight tolerances and a .control
 # block that linearizes ngspice's result onto the .tran output grid and
@@ -20,7 +21,7 @@ NETS="$TESTS_DIR/netlists/tran"
 # currents); they are compared wherever emnet's .print has them
 CASES="rc:v(out)+i(v1) rlc:v(b)+i(l1)+v(a)+v(a,b) ladder_src:v(b)+v(d)+i(l1)+i(l2)+i(v1)+v(a,b)
        lc_k:i(l1)+i(l2)+v(b)+v(a)+i(v1) pad_pwl:v(g)+v(x)+i(l1)+i(v1) lloops:v(n1)+v(n2)+v(n3)+i(l3)
-       open_winding:v(n1)+v(n2)+v(n3)+v(n4)"
+       open_winding:v(n1)+v(n2)+v(n3)+v(n4) delay_rest:v(n1)+v(n2)+v(n4)+i(l3)"
 
 PAD_CHARGE_TODO="charge formulation: v(x) is L di/dt, a derivative of the loop current that no error test holds"
 
@@ -119,17 +120,22 @@ if [ -s "$WORK/pad_pwl.ngspice" ]; then
     done
 fi
 
-# The open winding at emnet's default tolerances too (its flux run
-# stopped at 1.1 ms at every reltol, integ.c's branch_est)
-if [ -s "$WORK/open_winding.ngspice" ]; then
+# The open winding and the delayed pulse at emnet's default tolerances
+# too (the open winding's flux run stopped at 1.1 ms at every reltol,
+# integ.c's branch_est; the delayed pulse's charge run at its delay,
+# emn_integ_step's start)
+for case in 'open_winding:v(n1)+v(n2)+v(n3)+v(n4)' 'delay_rest:v(n1)+v(n2)+v(n4)+i(l3)'; do
+    net=${case%%:*}
+    sigs=$(echo "${case#*:}" | tr '+' ' ')
+    [ -s "$WORK/$net.ngspice" ] || continue
     for form in charge flux; do
-        run_emnet -form $form -tran "$NETS/open_winding.cir"
-        ok $rc "open_winding $form, default tolerances: emnet runs (exit 0)" "exit status $rc" "$err"
-        printf '%s\n' "$out" | select_cols /dev/stdin 'v(n1)' 'v(n2)' 'v(n3)' 'v(n4)' >"$WORK/open_winding.default"
-        check_table "$WORK/open_winding.default" "$WORK/open_winding.ngspice" 1e-3 1e-30 \
-            "open_winding $form, default tolerances: every signal within 1e-3 of its peak of ngspice's reltol 1e-6 run"
+        run_emnet -form $form -tran "$NETS/$net.cir"
+        ok $rc "$net $form, default tolerances: emnet runs (exit 0)" "exit status $rc" "$err"
+        printf '%s\n' "$out" | select_cols /dev/stdin $sigs >"$WORK/$net.default"
+        check_table "$WORK/$net.default" "$WORK/$net.ngspice" 1e-3 1e-30 \
+            "$net $form, default tolerances: every signal within 1e-3 of its peak of ngspice's reltol 1e-6 run"
     done
-fi
+done
 
 # The tank riding on kilovolts at emnet's default tolerances against
 # ngspice's reltol 1e-6 grid, over 300 of its periods: within 2e-2 of
