@@ -2633,6 +2633,103 @@ void emn_form_z_used(const emn_form *f, bool *used)
     }
 }
 
+static int root_of(int *up, int j)
+{
+    while (up[j] != j) j = up[j] = up[up[j]];
+    return j;
+}
+
+int emn_form_gauges(const emn_form *f, int *ptr, int *idx)
+{
+    int n = f->n, ne = f->ne;
+    int *up = emn_xmalloc(((size_t)n + 1) * sizeof(int));
+    bool *pinned = emn_xcalloc((size_t)n + 1, sizeof(bool));
+    bool *used = emn_xcalloc((size_t)n + 1, sizeof(bool));
+    for (int j = 0; j < n; j++) up[j] = j;
+    /* what reads values: dp/dz and dF/dz, and the nonlinear terms' slots
+     * that their expressions read by value; each joins what it reads */
+    for (int q = 0; q <= 2; q += 2) {
+        const emn_cmat *M = &f->lin[q];
+        for (int r = 0; r < M->nrows; r++) {
+            int i = M->rows[r];
+            for (int e = M->rptr[i]; e < M->rptr[i + 1]; e++) {
+                int j = M->col[e];
+                used[i] = used[j] = true;
+                up[root_of(up, i)] = root_of(up, j);
+            }
+        }
+    }
+    for (int t = 0; t < f->nnonlinear; t++) {
+        const emn_term *tm = &f->terms.v[f->nonlinear[t]];
+        for (int a = 0; a < tm->m; a++) {
+            if (!reads_value(tm->tmpl, a)) continue;
+            const emn_lmap *m = &f->slots.v[tm->slot[a]];
+            const int *ci = emn_lmap_ci(m);
+            double sum = 0, mag = 0;
+            for (int k = 0; k < m->nc; k++) {
+                used[ci[k]] = true;
+                up[root_of(up, ci[k])] = root_of(up, ci[0]);
+                sum += m->c[k];
+                mag += fabs(m->c[k]);
+            }
+            /* a slot that moves with the set (its coefficients do not
+             * cancel) pins it */
+            if (m->nc > 0 && !(fabs(sum) <= 64 * DBL_EPSILON * mag)) pinned[ci[0]] = true;
+        }
+    }
+    for (int j = 0; j < n; j++) {
+        if (j >= ne || !used[j]) pinned[j] = true;      /* a position is the user's; nothing to shift */
+        if (pinned[j]) pinned[root_of(up, j)] = true;
+    }
+    /* each row's entries within the set cancel, or the set is pinned (an
+     * inductor to ground, or to a node a voltage source sets, reads one
+     * node's flux linkage alone) */
+    double *sum = emn_xcalloc((size_t)n + 1, sizeof(double)), *mag = emn_xcalloc((size_t)n + 1, sizeof(double));
+    for (int q = 0; q <= 2; q += 2) {
+        const emn_cmat *M = &f->lin[q];
+        for (int r = 0; r < M->nrows; r++) {
+            int i = M->rows[r];
+            for (int e = M->rptr[i]; e < M->rptr[i + 1]; e++) {
+                sum[i] += M->val[e];
+                mag[i] += fabs(M->val[e]);
+            }
+            if (!(fabs(sum[i]) <= 64 * DBL_EPSILON * mag[i])) pinned[root_of(up, i)] = true;
+            sum[i] = mag[i] = 0;
+        }
+    }
+    free(sum);
+    free(mag);
+    /* the free sets, numbered by their first coordinate, each in
+     * coordinate order */
+    int *num = emn_xmalloc(((size_t)n + 1) * sizeof(int)), *at = emn_xmalloc(((size_t)n + 1) * sizeof(int));
+    int ns = 0;
+    for (int j = 0; j < n; j++) num[j] = -1;
+    ptr[0] = 0;
+    for (int j = 0; j < n; j++) {
+        int r = root_of(up, j);
+        if (pinned[r] || pinned[j]) continue;
+        if (num[r] < 0) {
+            num[r] = ns++;
+            ptr[ns] = 0;
+        }
+        ptr[num[r] + 1]++;
+    }
+    for (int k = 0; k < ns; k++) {
+        ptr[k + 1] += ptr[k];
+        at[k] = ptr[k];
+    }
+    for (int j = 0; j < n; j++) {
+        int r = root_of(up, j);
+        if (!pinned[r] && !pinned[j]) idx[at[num[r]]++] = j;
+    }
+    free(num);
+    free(at);
+    free(up);
+    free(pinned);
+    free(used);
+    return ns;
+}
+
 /* Coordinates a velocity reaches: through the momentum (dp/dw, and a
  * nonlinear term's p[a] reading locals m .. 2m - 1), and with `force`
  * through the force too (dF/dw, F[a]). */

@@ -347,6 +347,14 @@ bool emn_form_is_linear(const emn_form *f);
  * is cyclic: its value feeds back into nothing and no signal shows it.
  * Mechanical coordinates always count (x(m) is a signal). */
 void emn_form_z_used(const emn_form *f, bool *used);
+/* The gauges: sets of electrical coordinates whose values every term
+ * reads only as differences within the set (a node's flux linkage that
+ * only inductors to other nodes of the set read, flux formulation; a
+ * loop's charge that only capacitors shared with other loops of the set
+ * read, charge formulation), so that adding one number to all of them
+ * changes no p and no F.  CSR: set k is idx[ptr[k] .. ptr[k+1]-1], ptr
+ * and idx of n + 1 entries each; returns the number of sets. */
+int emn_form_gauges(const emn_form *f, int *ptr, int *idx);
 /* has[j]: coordinate j's momentum reads velocities (a capacitor on a
  * node, an inductor in a loop, a mass), or a nonlinear term reaches it. */
 void emn_form_inertia(const emn_form *f, bool *has);

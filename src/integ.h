@@ -117,6 +117,10 @@ typedef struct emn_integ {
      * move at this step */
     int nkern, *kptr, *kidx, *xptr, *xidx, *gdir, *dptr, *drow;
     signed char *ksign;
+    /* The gauges (emn_form_gauges): set k is gauge_idx[gauge_ptr[k] ..
+     * gauge_ptr[k + 1]), their values moved back towards zero together
+     * (recenter) */
+    int ngauge, *gauge_ptr, *gauge_idx;
     double *dval, *kx;
     bool *kmove;
     emn_sparse kA;
