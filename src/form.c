@@ -444,6 +444,49 @@ static void build_charge(emn_form *f, const egraph *eg, const emn_forest *fr)
 
 /* ------------------------------------------------------- flux formulation */
 
+/* Branches that carry no current: a resistor, or an uncoupled constant
+ * inductor with no IC=, that ends in a node no other branch meets, and
+ * then the next one along if that leaves its other node so (a winding
+ * left open, a probe resistor to nowhere).  dead[b] set for those; the
+ * flux formulation gives both nodes of each one flux linkage, as a 0 V
+ * source would, and it has no term.  Its linkages were two coordinates
+ * that only it joined, and with no current a node with no capacitance
+ * had a velocity that nothing but the trapezoidal rule's own history
+ * set: it alternated, and after a corner the error test cut the step to
+ * nothing (random circuit d25: a 100 uH inductor to a node with only a
+ * 10 kohm resistor to an open end). */
+static void dead_ends(const emn_circuit *c, const egraph *eg, bool *dead)
+{
+    int nn = c->nodes.n, nb = eg->g.nbranches;
+    int *deg = emn_xcalloc((size_t)nn + 1, sizeof(int)), *queue = emn_xmalloc(((size_t)nn + 1) * sizeof(int));
+    bool *coupled = emn_xcalloc((size_t)c->elems.n + 1, sizeof(bool));
+    for (int k = 0; k < c->elems.n; k++)
+        if (c->elems.v[k].kind == EMN_K) coupled[c->elems.v[k].ind[0]] = coupled[c->elems.v[k].ind[1]] = true;
+    for (int b = 0; b < nb; b++) {
+        dead[b] = false;
+        deg[eg->from[b]]++;
+        deg[eg->to[b]]++;
+    }
+    int nq = 0;
+    for (int v = 1; v < nn; v++)
+        if (deg[v] == 1 && c->nodes.v[v].dom == EMN_DOM_ELEC) queue[nq++] = v;
+    for (int q = 0; q < nq; q++) {
+        int v = queue[q], b = -1;
+        for (int k = 0; k < nb && b < 0; k++)       /* its one branch left */
+            if (!dead[k] && (eg->from[k] == v || eg->to[k] == v)) b = k;
+        if (b < 0) continue;
+        const emn_elem *e = &c->elems.v[eg->elem[b]];
+        bool zero = e->kind == EMN_R || (e->kind == EMN_L && !coupled[eg->elem[b]] && !e->vexpr && !e->has_ic);
+        if (!zero || eg->from[b] == eg->to[b]) continue;
+        dead[b] = true;
+        int o = eg->from[b] == v ? eg->to[b] : eg->from[b];
+        if (--deg[o] == 1 && o != 0) queue[nq++] = o;
+    }
+    free(deg);
+    free(queue);
+    free(coupled);
+}
+
 /* The constraint forest of the flux formulation (voltage sources and
  * coils, grown from ground) in *cf, and each group's coordinate in
  * group_coord[root] (-1: ground or a datum, no coordinate; others
@@ -454,10 +497,13 @@ static int flux_groups(const emn_circuit *c, const egraph *eg, const emn_forest 
                        emn_forest *cf, int *group_coord, coordvec *coords, emn_diag *d)
 {
     int nn = c->nodes.n, nb = eg->g.nbranches;
+    bool *dead = emn_xmalloc((size_t)nb + 1);
+    dead_ends(c, eg, dead);
     for (int b = 0; b < nb; b++) {
         emn_kind k = c->elems.v[eg->elem[b]].kind;
-        rank[b] = (k == EMN_V || k == EMN_T) ? 0 : -1;
+        rank[b] = (k == EMN_V || k == EMN_T || dead[b]) ? 0 : -1;
     }
+    free(dead);
     emn_graph g = eg->g;
     g.rank = rank;
     emn_topo_forest(&g, cf);
@@ -509,6 +555,7 @@ static int build_flux(emn_form *f, const egraph *eg, const emn_forest *fr, emn_d
     flux_groups(c, eg, fr, rank, &cf, group_coord, &coords, d);
 
     /* node maps, parents before children (BFS order by depth) */
+    f->elem_dead = emn_arena_alloc(ar, (size_t)c->elems.n + 1);
     f->node_map = emn_xcalloc((size_t)nn + 1, sizeof(emn_lmap));
     int *order = emn_xmalloc((size_t)nn * sizeof(int) + 1), no = nn;
     int maxdepth = 0;
@@ -533,6 +580,8 @@ static int build_flux(emn_form *f, const egraph *eg, const emn_forest *fr, emn_d
             const emn_expr *mech = ex_at(f->node_mech, p), *mechp = ex_at(f->node_mech_p, p);
             if (e->kind == EMN_V) {
                 acc_add(&md[v], f->elem_src[eg->elem[b]], sgn);
+            } else if (e->kind != EMN_T) {      /* dead_ends: Lambda_b = 0 */
+                f->elem_dead[eg->elem[b]] = true;
             } else {                    /* coil: Lambda_b = T (x(m+) - x(m-)) */
                 const emn_expr *dx = emn_expr_sub(ar, emn_form_xnode(f, e->node[2]), emn_form_xnode(f, e->node[3]));
                 const emn_expr *lam = emn_expr_mul(ar, emn_expr_num(ar, sgn * e->value), dx);
@@ -990,6 +1039,7 @@ static bool describe_term(emn_form *f, int i, const int *kgroup, term_desc *td)
     default:
         break;
     }
+    if (f->elem_dead && f->elem_dead[i]) return false;     /* no current, no voltage: nothing */
     /* mechanical nodes this term reads */
     for (int k = 0; k < td->nbr; k++) {
         collect_mech(ex_at(f->elem_branch_mech, td->br[k]), td);

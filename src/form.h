@@ -124,6 +124,11 @@ typedef struct emn_form {
 
     /* electrical branches: one per R C L V I and T coil; branch slot */
     int *elem_branch_slot;  /* element -> slot of its branch value, or -1 */
+    /* flux formulation: a resistor or inductor that ends in a node
+     * nothing else meets (or in a chain of such), whose current is zero
+     * and whose nodes share one flux linkage (dead_ends, form.c); it has
+     * no term.  NULL in the charge formulation. */
+    bool *elem_dead;
     const emn_expr **elem_branch_mech; /* element -> mechanical part of the
                                           branch value (flux: coils), in
                                           netlist node variables, or NULL */

@@ -1675,36 +1675,6 @@ static inline __attribute__((always_inline)) double coord_tol(const lte_job *L, 
     return ty > td ? ty : td;
 }
 
-/* The z estimate of coordinate j without inertia that only branches read
- * (an inductor's node without capacitance, flux formulation; a loop
- * without inductance through capacitors, charge formulation), tested from
- * its velocities because the test from its values is not ready (the
- * steps after a breakpoint): the largest of those branches' estimates,
- * made as the coordinate's from the same velocities, if less than its
- * own `est`.  Its value matters through them alone, and a motion it
- * shares with the branches' other coordinates is no error of any: a
- * dangling inductor's node, which a constraint ties to the other, ramps
- * its voltage from 0 after a corner (random deck r452, flux), and
- * against reltol of that voltage the restart's estimate, h/2 of its
- * change, stood at 1/(2 reltol) at every step length. */
-static double branch_est(const lte_job *L, const lte_arrays *A, int j, bool two, double est)
-{
-    const emn_integ *it = L->it;
-    const double *d = A->d, *d1 = A->d1, *d2 = A->d2;
-    double m = 0;
-    for (int k = it->vs_ptr[j]; k < it->vs_ptr[j + 1]; k++) {
-        const emn_lmap *lm = &it->f->slots.v[it->vs_slot[k]];
-        const int *ci = emn_lmap_ci(lm);
-        double s = 0;
-        for (int q = 0; q < lm->nc; q++) {
-            int i = ci[q];
-            s += lm->c[q] * (L->k1 * (d[i] - d1[i]) - (two ? L->k2 * (d1[i] - d2[i]) : 0));
-        }
-        m = max_num(m, fabs(s));
-    }
-    return m < est ? m : est;
-}
-
 /* Coordinate j of pass `pass`, tolerances ty0 for its value and ad0 for
  * its rate (as lte_run): *err and *worst raised if its ratio is the
  * largest yet. */
@@ -1740,7 +1710,6 @@ static inline __attribute__((always_inline)) void lte_coord(const lte_job *L, in
                                                 : L->s->order == 1 || !it->inertia[j])))
         return;
     double est = fabs(k1 * (d[j] - d1[j]) - (two ? k2 * (d1[j] - d2[j]) : 0));
-    if (!pass && !it->inertia[j] && it->vs_ptr[j + 1] > it->vs_ptr[j]) est = branch_est(L, A, j, two, est);
     /* trtol multiplies every tolerance, as SPICE's does (a
      * multiple of the estimate's coefficients instead would turn
      * into infinities, and the test into NaN, at a tiny trtol) */

@@ -763,6 +763,34 @@ for rt in 1e-5 1e-6; do
     done
 done
 
+# A pulse generator's lead inductance and a probe resistor left open at
+# its far end: no current flows, and both nodes follow the source.  In the
+# flux formulation they were two coordinates that only the inductor and
+# the resistor joined, the far node with no capacitance and its velocity
+# set by nothing but the trapezoidal rule's history: it alternated, and
+# at the second pulse's corner (1.1 ms) the error test cut the step to
+# nothing.  Such dead ends now share the source's flux linkage (form.c,
+# dead_ends), as the charge formulation, which has no loop through them,
+# always had it.
+cat >"$WORK/open_probe.cir" <<'EOF'
+pulse generator into an open probe
+V1 g 0 PULSE(0 1 0.1m 10u 50u 0.3m 1m)
+Llead g p 100u
+Rprobe tip p 10k
+.tran 10u 2m uic
+.print tran v(p) v(tip) i(llead) i(rprobe)
+.end
+EOF
+OPEN_PROBE='s = t - 0.1e-3; k = s < 0 ? -1 : int(s / 1e-3); s -= (k < 0 ? 0 : k) * 1e-3
+    v = s < 0 ? 0 : s < 10e-6 ? s / 10e-6 : s < 0.31e-3 ? 1 : s < 0.36e-3 ? 1 - (s - 0.31e-3) / 50e-6 : 0
+    W["v(p)"] = v; W["v(tip)"] = v; W["i(llead)"] = 0; W["i(rprobe)"] = 0'
+for form in charge flux; do
+    run_emnet -q -form $form -tran open_probe.cir
+    printf '%s\n' "$out" >"$WORK/tbl"
+    check $rc "open_probe $form: a lead and a probe resistor open at its end (exit 0)" "exit status $rc" "$err"
+    check_analytic "$WORK/tbl" 1e-9 "open_probe $form: both nodes at the source's voltage, no current" "$OPEN_PROBE"
+done
+
 # 1 A into R1 = 1k || L1 = 1m from rest: node a has no capacitance, so
 # its voltage is set at each instant (no inertia) and, after the first
 # step, alternated under the trapezoidal rule; its error was measured
