@@ -124,7 +124,7 @@ fi
 
 # The open winding, the delayed pulse and the floating network at
 # emnet's default tolerances too (the open winding's flux run stopped at
-# 1.1 ms at every reltol, integ.c's branch_est; the delayed pulse's
+# 1.1 ms at every reltol, form.c's dead_ends; the delayed pulse's
 # charge run at its delay, emn_integ_step's start; the floating
 # network's flux run at 1.0024 ms, recenter)
 # (NET:signals:tolerance; the floating network's inductor current, 0.5 A
