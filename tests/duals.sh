@@ -125,8 +125,8 @@ for form in charge flux; do
                  k * (t + r1 * (exp(s1 * t) - 1) / s1 + r2 * (exp(s2 * t) - 1) / s2),
                  1e-6 * (1 - e), 1000 * (t - 1e-6 * (1 - e)) }' "$WORK/stdout" >"$WORK/want.out"
     check_table "$WORK/stdout" "$WORK/want.out" 2e-3 1e-12 "$form: rates at the start match the closed form"
-    msg=$(awk 'NR == 1 { next } NR == 2 { for (i = 2; i <= NF; i++) z[i] = $i < 0 ? -$i : $i; next }
-        { for (i = 2; i <= NF; i++) { a = $i < 0 ? -$i : $i; if (a > pk[i]) pk[i] = a } }
+    msg=$(awk 'NR == 1 { next } NR == 2 { for (i = 2; i <= NF; i++) { z[i] = $i + 0; if (z[i] < 0) z[i] = -z[i] } next }
+        { for (i = 2; i <= NF; i++) { a = $i + 0; a = a < 0 ? -a : a; if (a > pk[i]) pk[i] = a } }
         END { for (i in z) if (z[i] > 1e-5 * pk[i]) { print "column " i " is " z[i] " at t = 0"; bad = 1 }
               exit bad }' "$WORK/stdout")
     ok $? "$form: every signal 0 at t = 0 from rest" "$msg"
