@@ -107,6 +107,13 @@ typedef struct emn_form {
     int *src_elem;      /* s -> element index */
     int *elem_src;      /* element -> s or -1 */
     double *S, *s;      /* integrals and values at the current time */
+    /* How S is made (emn_form_integrals): exactly, or by the integrator's
+     * rule, S = (s - S_h) / S_a, or fixed at S_fix (an accepted point's) */
+    int srule;
+    double S_a;
+    const double *S_h, *S_fix;
+    bool *int_mixed;    /* per source: a slot adds its integral to coordinates
+                           (flux formulation only) */
     double *seg;        /* per live source, 5 numbers: the straight piece of a
                            PULSE or PWL last looked up (emn_form_set_time) */
     bool src_halves;    /* the sources are many and none is an expression:
@@ -389,6 +396,23 @@ void emn_form_momentum_const(const emn_form *f, bool *konst);
  * any other coordinate.  CSR: coordinate j's slots are
  * (*sl)[ptr[j] .. ptr[j+1]-1]; ptr has n + 1 entries, *sl is malloc'd. */
 void emn_form_value_slots(const emn_form *f, int *ptr, int **sl);
+
+/* How the sources' integrals S are made at the times set from now on:
+ * EMN_SRULE_EXACT, their exact integrals; EMN_SRULE_STEP, by the
+ * integrator's rule for a step, S = (s - h[s]) / a, where the rule makes
+ * a coordinate z = (w - hz) / a from its rate, so that a node's flux
+ * linkage and a voltage source's beside it carry the same error (a
+ * current from their difference keeps none of it); EMN_SRULE_FIXED,
+ * S = h[s] (the values at an accepted point).  Only the integrals that
+ * a slot adds to coordinates (int_mixed: voltage sources' linkages beside
+ * node linkages, flux formulation) follow a rule; one read alone (an
+ * inductor across a voltage source) stays exact, as no error test would
+ * hold the rule's error there.  h is the caller's and must live while
+ * the rule is in force. */
+enum { EMN_SRULE_EXACT, EMN_SRULE_STEP, EMN_SRULE_FIXED };
+void emn_form_integrals(emn_form *f, int rule, double a, const double *h);
+/* Whether source s's integral is read (the rule's values are needed). */
+bool emn_form_source_integral_read(const emn_form *f, int s);
 
 /* Value and rate of slot `sl` at (z, w) and the time last set. */
 double emn_form_slot_value(const emn_form *f, int sl, const double *z);

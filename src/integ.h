@@ -54,6 +54,12 @@ typedef struct emn_integ {
     int order;              /* order of the last accepted step */
     /* accepted points: 0 = latest (t), 1 = previous, 2 = before that */
     double *z[3], *w[3], *p[3], *F[3];
+    /* the sources' integrals and values at the accepted points, as the
+     * steps' rule made them (emn_form_integrals), and a step's history
+     * part of them; srule: the rule is in force (from the end of the
+     * start on) */
+    double *Sh[3], *sh[3], *Shist;
+    bool srule;
     double tpast[3];
     int npast;              /* how many of the history slots hold points */
     int since_bp;           /* steps accepted since the last restart */
@@ -198,6 +204,11 @@ int emn_integ_start(emn_integ *it, double t0, const double *z0, const double *p0
  * is left at t0 + 2 h.  Returns 0, or 1 if the step did not converge.
  */
 int emn_integ_probe(emn_integ *it, double *z1, double *h);
+
+/* The formulation's time set to accepted point k's (0 the latest, up to
+ * 2), with the sources' integrals as the steps made them there: what a
+ * signal computed from it->z[k] needs. */
+void emn_integ_form_at(emn_integ *it, int k);
 
 /* Take one accepted step, not past tlimit.  Returns 0 or a failure code. */
 int emn_integ_step(emn_integ *it, double tlimit);

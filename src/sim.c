@@ -1633,7 +1633,7 @@ int emn_sim_tran(const emn_circuit *c, const emn_sim_opts *o, emn_diag *d, bool 
                 memcpy(S.pi, pi0, (size_t)ns * sizeof(double));
                 memcpy(S.Fs, Fs0, (size_t)ns * sizeof(double));
             }
-            emn_form_set_time(f, t0);
+            emn_integ_form_at(it, i0);
             compute_signals(&S, it->z[i0], it->w[i0], S.val[0]);
             S.tval[0] = t0;
             S.nval = 1;
@@ -1656,7 +1656,7 @@ int emn_sim_tran(const emn_circuit *c, const emn_sim_opts *o, emn_diag *d, bool 
                 S.order_last = 1;
                 emit_points(&S, &W, res, keep, &tnext, &k, tstep, tstart, tstop, buf);
             }
-            emn_form_set_time(f, it->t);
+            emn_integ_form_at(it, 0);
         }
         shift_values(&S, it->t);
         compute_signals(&S, it->z[0], it->w[0], S.val[0]);

@@ -26,15 +26,14 @@
 
 N=${RANDOM_DECKS:-100}
 
-# Known to fail: the flux formulation's current through an inductor from
-# a voltage source's node, small beside the node voltages, is the node's
-# flux linkage, integrated by the trapezoidal rule, less the source's
-# exact integral: the rule's error in integrating the source's voltage
-# does not cancel, and is the current's (2.5e-2 of its peak in circuit
-# 66 against ngspice's own 5.7e-4 at its defaults).  Integrating the
-# source's flux linkage by the same rule would cancel it.
-KNOWN="66:flux 91:flux"
-KNOWN_WHY="flux formulation: a source's flux linkage is integrated exactly, the node's beside it by the rule"
+# Known to fail: none of these.  (Circuits 66 and 91 did, in the flux
+# formulation, until a voltage source's flux linkage beside a node's was
+# integrated by the same rule: integ.c, step_integrals.)  Of the first
+# 300 (RANDOM_DECKS=300), 106, 138, 150, 151, 214, 228 and 266 fail in
+# the flux formulation and 266 in the charge one: two stops and errors
+# not yet understood.
+KNOWN=""
+KNOWN_WHY=""
 
 if ! command -v ngspice >/dev/null 2>&1; then
     skip "random circuits: emnet agrees with ngspice" "ngspice not installed"
@@ -95,6 +94,7 @@ gen() {
 ngspice_run() {
     local deck=$1 out=$2 opt=$3 tmax=$4
     shift 4
+    rm -f "$out.dat" "$out"
     awk -v opt="$opt" -v tmax="$tmax" -v dat="$out.dat" -v sigs="$*" '
         tolower($1) == ".print" || tolower($1) == ".end" { next }
         tolower($1) == ".tran" && tmax != "" { print $1, $2, $3, 0, tmax, (tolower($NF) == "uic" ? "uic" : ""); next }
