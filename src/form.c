@@ -2205,9 +2205,9 @@ void emn_form_integrals(emn_form *f, int rule, double a, const double *h)
     f->S_fix = rule == EMN_SRULE_FIXED ? h : NULL;
 }
 
-bool emn_form_source_integral_read(const emn_form *f, int s)
+bool emn_form_integral_ruled(const emn_form *f, int s)
 {
-    return !f->need_int || f->need_int[s];
+    return f->int_mixed && f->int_mixed[s];
 }
 
 /* Whether live source l, as last looked up, keeps its value over its

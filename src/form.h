@@ -411,8 +411,8 @@ void emn_form_value_slots(const emn_form *f, int *ptr, int **sl);
  * the rule is in force. */
 enum { EMN_SRULE_EXACT, EMN_SRULE_STEP, EMN_SRULE_FIXED };
 void emn_form_integrals(emn_form *f, int rule, double a, const double *h);
-/* Whether source s's integral is read (the rule's values are needed). */
-bool emn_form_source_integral_read(const emn_form *f, int s);
+/* Whether source s's integral follows the steps' rule (int_mixed). */
+bool emn_form_integral_ruled(const emn_form *f, int s);
 
 /* Value and rate of slot `sl` at (z, w) and the time last set. */
 double emn_form_slot_value(const emn_form *f, int sl, const double *z);

@@ -791,6 +791,9 @@ emn_integ *emn_integ_new(emn_form *f, const emn_integ_opts *o)
     it->ptry = emn_xcalloc(sz, sizeof(double));
     it->Ftry = emn_xcalloc(sz, sizeof(double));
     it->Shist = emn_xcalloc((size_t)f->nsrc + 1, sizeof(double));
+    it->rsrc = emn_xmalloc(((size_t)f->nsrc + 1) * sizeof(int));
+    for (int l = 0; l < f->nlive; l++)       /* a constant 0 (an ammeter) integrates to 0 */
+        if (emn_form_integral_ruled(f, f->live_src[l])) it->rsrc[it->nrsrc++] = f->live_src[l];
     it->hz = emn_xcalloc(sz, sizeof(double));
     it->w_right = emn_xcalloc(sz, sizeof(double));
     it->F_right = emn_xcalloc(sz, sizeof(double));
@@ -932,6 +935,7 @@ void emn_integ_free(emn_integ **pit)
     free(it->dw); free(it->scale); free(it->wtry);
     free(it->ztry); free(it->ptry); free(it->Ftry); free(it->peak);
     free(it->Shist);
+    free(it->rsrc);
     free(it->hz); free(it->hp); free(it->w_right); free(it->F_right); free(it->w_abs); free(it->res_abs);
     free(it->zused);
     free(it->inertia);
@@ -2145,9 +2149,13 @@ static void accept(emn_integ *it, double tnew, double h, const step_formula *s)
 #undef TAKE
     it->tpast[0] = tnew;
     /* the sources' integrals as the step's rule made them at tnew (the
-     * form's time is still tnew), held from now on */
-    memcpy(it->Sh[0], it->f->S, (size_t)it->f->nsrc * sizeof(double));
-    memcpy(it->sh[0], it->f->s, (size_t)it->f->nsrc * sizeof(double));
+     * form's time is still tnew), held from now on; only the ruled ones'
+     * entries are kept (the form reads no other) */
+    for (int q = 0; q < it->nrsrc; q++) {
+        int k = it->rsrc[q];
+        it->Sh[0][k] = it->f->S[k];
+        it->sh[0][k] = it->f->s[k];
+    }
     emn_form_integrals(it->f, EMN_SRULE_FIXED, 0, it->Sh[0]);
     if (it->npast < 2) it->npast++;
     it->since_bp++;
@@ -2310,7 +2318,7 @@ static int consistent_w(emn_integ *it, double t, const double *z0, const double 
     if (!(h > 0)) h = 1e-18;
     double a = 1 / h;
     if (it->srule) {        /* the sources' integrals by the same backward Euler step */
-        for (int k = 0; k < it->f->nsrc; k++) it->Shist[k] = -a * it->Sh[0][k];
+        for (int q = 0; q < it->nrsrc; q++) it->Shist[it->rsrc[q]] = -a * it->Sh[0][it->rsrc[q]];
         emn_form_integrals(it->f, EMN_SRULE_STEP, a, it->Shist);
     }
     for (int j = 0; j < n; j++) {
@@ -2562,7 +2570,10 @@ static void recenter(emn_integ *it)
 static void step_integrals(emn_integ *it, const step_formula *s)
 {
     emn_form *f = it->f;
-    for (int k = 0; k < f->nsrc; k++) it->Shist[k] = s->a1 * it->Sh[0][k] + s->a2 * it->Sh[1][k] + s->b1 * it->sh[0][k];
+    for (int q = 0; q < it->nrsrc; q++) {
+        int k = it->rsrc[q];
+        it->Shist[k] = s->a1 * it->Sh[0][k] + s->a2 * it->Sh[1][k] + s->b1 * it->sh[0][k];
+    }
     emn_form_integrals(f, EMN_SRULE_STEP, s->a, it->Shist);
 }
 

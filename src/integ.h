@@ -60,6 +60,7 @@ typedef struct emn_integ {
      * start on) */
     double *Sh[3], *sh[3], *Shist;
     bool srule;
+    int nrsrc, *rsrc;       /* the sources whose integrals follow the rule */
     double tpast[3];
     int npast;              /* how many of the history slots hold points */
     int since_bp;           /* steps accepted since the last restart */
