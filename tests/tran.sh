@@ -153,6 +153,19 @@ tran() {
     printf '%s\n' "$out" >"$WORK/tbl"
 }
 
+# closed_form NET TOL WHAT RUNS FORMULA: $WORK/NET.cir at the default
+# tolerances in both formulations: exit 0 ("NET FORM: WHAT"), and the
+# table within TOL of FORMULA ("NET FORM: RUNS")
+closed_form() {
+    local net=$1 tol=$2 what=$3 runs=$4 formula=$5 form
+    for form in charge flux; do
+        run_emnet -q -form $form -tran "$net.cir"
+        printf '%s\n' "$out" >"$WORK/tbl"
+        check $rc "$net $form: $what (exit 0)" "exit status $rc" "$err"
+        check_analytic "$WORK/tbl" "$tol" "$net $form: $runs" "$formula"
+    done
+}
+
 # ---------------------------------------------------------------- closed forms
 # RC charging, tau = R C = 1 ms, 1 V step.
 RC='tau = 1e-3; e = exp(-t / tau)
@@ -784,12 +797,8 @@ EOF
 OPEN_PROBE='s = t - 0.1e-3; k = s < 0 ? -1 : int(s / 1e-3); s -= (k < 0 ? 0 : k) * 1e-3
     v = s < 0 ? 0 : s < 10e-6 ? s / 10e-6 : s < 0.31e-3 ? 1 : s < 0.36e-3 ? 1 - (s - 0.31e-3) / 50e-6 : 0
     W["v(p)"] = v; W["v(tip)"] = v; W["i(llead)"] = 0; W["i(rprobe)"] = 0'
-for form in charge flux; do
-    run_emnet -q -form $form -tran open_probe.cir
-    printf '%s\n' "$out" >"$WORK/tbl"
-    check $rc "open_probe $form: a lead and a probe resistor open at its end (exit 0)" "exit status $rc" "$err"
-    check_analytic "$WORK/tbl" 1e-9 "open_probe $form: both nodes at the source's voltage, no current" "$OPEN_PROBE"
-done
+closed_form open_probe 1e-9 "a lead and a probe resistor open at its end" \
+    "both nodes at the source's voltage, no current" "$OPEN_PROBE"
 
 # 1 A into R1 = 1k || L1 = 1m from rest: node a has no capacitance, so
 # its voltage is set at each instant (no inertia) and, after the first
@@ -808,12 +817,7 @@ L1 a 0 1m
 .end
 EOF
 RL_I='e = exp(-t / 1e-6); W["v(a)"] = 1000 * e; W["i(l1)"] = 1 - e'
-for form in charge flux; do
-    run_emnet -q -form $form -tran rl_i.cir
-    printf '%s\n' "$out" >"$WORK/tbl"
-    check $rc "rl_i $form: a current source into R || L, from rest (exit 0)" "exit status $rc" "$err"
-    check_analytic "$WORK/tbl" 1e-3 "rl_i $form: the closed form at the default tolerances" "$RL_I"
-done
+closed_form rl_i 1e-3 "a current source into R || L, from rest" "the closed form at the default tolerances" "$RL_I"
 
 # Two capacitors in parallel across an inductor, fed from 1 V through
 # R1 = 1k from rest: a parallel RLC with C = 200n, L = 1m,
