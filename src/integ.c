@@ -2276,11 +2276,6 @@ static void kernel_rates(emn_integ *it)
          * an inductor alone ties it to (whose current, the difference of
          * their flux linkages, is then exactly 0) */
         it->kmove[g] = fabs(r) > 8 * DBL_EPSILON * t;
-        /* nor the nodes' balances: the rule flips a resistive node's
-         * F from step to step as it does u'F, and through the nodes
-         * beside it, u's velocities with it */
-        for (int a = x0; a < it->xptr[g + 1] && !it->kmove[g]; a++)
-            it->kmove[g] = fabs(F[it->xidx[a]]) > 8 * DBL_EPSILON * scale[it->xidx[a]];
         any = any || it->kmove[g];
         xg[0] = it->kmove[g] ? -r : 0;
         for (int a = 1; a < m; a++) xg[a] = it->kmove[g] ? -F[it->xidx[x0 + a - 1]] : 0;
