@@ -467,13 +467,24 @@ static void dead_ends(const emn_circuit *c, const egraph *eg, bool *dead)
         deg[eg->from[b]]++;
         deg[eg->to[b]]++;
     }
+    /* each node's branches (CSR), to find a dead end's one branch left
+     * without a pass over all of them */
+    int *ap = emn_xcalloc((size_t)nn + 2, sizeof(int)), *ab = emn_xmalloc(2 * ((size_t)nb + 1) * sizeof(int));
+    for (int v = 0; v < nn; v++) ap[v + 1] = ap[v] + deg[v];
+    int *at = emn_xmalloc(((size_t)nn + 1) * sizeof(int));
+    memcpy(at, ap, (size_t)nn * sizeof(int));
+    for (int b = 0; b < nb; b++) {
+        ab[at[eg->from[b]]++] = b;
+        ab[at[eg->to[b]]++] = b;
+    }
+    free(at);
     int nq = 0;
     for (int v = 1; v < nn; v++)
         if (deg[v] == 1 && c->nodes.v[v].dom == EMN_DOM_ELEC) queue[nq++] = v;
     for (int q = 0; q < nq; q++) {
         int v = queue[q], b = -1;
-        for (int k = 0; k < nb && b < 0; k++)       /* its one branch left */
-            if (!dead[k] && (eg->from[k] == v || eg->to[k] == v)) b = k;
+        for (int k = ap[v]; k < ap[v + 1] && b < 0; k++)       /* its one branch left */
+            if (!dead[ab[k]]) b = ab[k];
         if (b < 0) continue;
         const emn_elem *e = &c->elems.v[eg->elem[b]];
         bool zero = e->kind == EMN_R || (e->kind == EMN_L && !coupled[eg->elem[b]] && !e->vexpr && !e->has_ic);
@@ -485,6 +496,8 @@ static void dead_ends(const emn_circuit *c, const egraph *eg, bool *dead)
     free(deg);
     free(queue);
     free(coupled);
+    free(ap);
+    free(ab);
 }
 
 /* The constraint forest of the flux formulation (voltage sources and
