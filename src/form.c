@@ -2736,19 +2736,13 @@ void emn_form_z_used(const emn_form *f, bool *used)
     }
 }
 
-static int root_of(int *up, int j)
-{
-    while (up[j] != j) j = up[j] = up[up[j]];
-    return j;
-}
-
 int emn_form_gauges(const emn_form *f, int *ptr, int *idx)
 {
     int n = f->n, ne = f->ne;
-    int *up = emn_xmalloc(((size_t)n + 1) * sizeof(int));
+    emn_dsu up;
+    emn_dsu_init(&up, n);
     bool *pinned = emn_xcalloc((size_t)n + 1, sizeof(bool));
     bool *used = emn_xcalloc((size_t)n + 1, sizeof(bool));
-    for (int j = 0; j < n; j++) up[j] = j;
     /* what reads values: dp/dz and dF/dz, and the nonlinear terms' slots
      * that their expressions read by value; each joins what it reads */
     for (int q = 0; q <= 2; q += 2) {
@@ -2758,7 +2752,7 @@ int emn_form_gauges(const emn_form *f, int *ptr, int *idx)
             for (int e = M->rptr[i]; e < M->rptr[i + 1]; e++) {
                 int j = M->col[e];
                 used[i] = used[j] = true;
-                up[root_of(up, i)] = root_of(up, j);
+                emn_dsu_union(&up, i, j);
             }
         }
     }
@@ -2771,7 +2765,7 @@ int emn_form_gauges(const emn_form *f, int *ptr, int *idx)
             double sum = 0, mag = 0;
             for (int k = 0; k < m->nc; k++) {
                 used[ci[k]] = true;
-                up[root_of(up, ci[k])] = root_of(up, ci[0]);
+                emn_dsu_union(&up, ci[k], ci[0]);
                 sum += m->c[k];
                 mag += fabs(m->c[k]);
             }
@@ -2782,7 +2776,7 @@ int emn_form_gauges(const emn_form *f, int *ptr, int *idx)
     }
     for (int j = 0; j < n; j++) {
         if (j >= ne || !used[j]) pinned[j] = true;      /* a position is the user's; nothing to shift */
-        if (pinned[j]) pinned[root_of(up, j)] = true;
+        if (pinned[j]) pinned[emn_dsu_find(&up, j)] = true;
     }
     /* each row's entries within the set cancel, or the set is pinned (an
      * inductor to ground, or to a node a voltage source sets, reads one
@@ -2796,7 +2790,7 @@ int emn_form_gauges(const emn_form *f, int *ptr, int *idx)
                 sum[i] += M->val[e];
                 mag[i] += fabs(M->val[e]);
             }
-            if (!(fabs(sum[i]) <= 64 * DBL_EPSILON * mag[i])) pinned[root_of(up, i)] = true;
+            if (!(fabs(sum[i]) <= 64 * DBL_EPSILON * mag[i])) pinned[emn_dsu_find(&up, i)] = true;
             sum[i] = mag[i] = 0;
         }
     }
@@ -2809,7 +2803,7 @@ int emn_form_gauges(const emn_form *f, int *ptr, int *idx)
     for (int j = 0; j < n; j++) num[j] = -1;
     ptr[0] = 0;
     for (int j = 0; j < n; j++) {
-        int r = root_of(up, j);
+        int r = emn_dsu_find(&up, j);
         if (pinned[r] || pinned[j]) continue;
         if (num[r] < 0) {
             num[r] = ns++;
@@ -2822,12 +2816,12 @@ int emn_form_gauges(const emn_form *f, int *ptr, int *idx)
         at[k] = ptr[k];
     }
     for (int j = 0; j < n; j++) {
-        int r = root_of(up, j);
+        int r = emn_dsu_find(&up, j);
         if (!pinned[r] && !pinned[j]) idx[at[num[r]]++] = j;
     }
     free(num);
     free(at);
-    free(up);
+    emn_dsu_free(&up);
     free(pinned);
     free(used);
     return ns;
