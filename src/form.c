@@ -2948,9 +2948,12 @@ void emn_form_momentum_const(const emn_form *f, bool *konst)
 
 /* How a term reads its slots, from its own Lagrangian, dissipation and
  * power: by their rates only (a resistor, a source's power, a capacitor
- * in the flux formulation, an inductor in the charge one); by the value
- * of its one slot, quadratically, as a linear inductor's flux linkage L i
- * or a linear capacitor's charge C v is read; or by values otherwise. */
+ * in the flux formulation, an inductor in the charge one); by the values
+ * of its slots, quadratically with constant coefficients, as a linear
+ * inductor's flux linkage L i or a linear capacitor's charge C v is read,
+ * and the flux linkages of inductors that a K couples (each slot the
+ * whole linkage of one of them, its mutual parts included); or by values
+ * otherwise. */
 enum { READS_RATE, READS_BRANCH, READS_OTHER };
 
 static int term_reads(const emn_term *tm)
@@ -2959,7 +2962,7 @@ static int term_reads(const emn_term *tm)
     bool value = false;
     for (int a = 0; a < tm->m && !value; a++) value = reads_value(t, a);
     if (!value) return READS_RATE;
-    return tm->tmpl->linear && tm->m == 1 ? READS_BRANCH : READS_OTHER;
+    return tm->tmpl->linear ? READS_BRANCH : READS_OTHER;
 }
 
 void emn_form_value_slots(const emn_form *f, int *ptr, int **sl)

@@ -390,10 +390,10 @@ int emn_form_mass_kernel(const emn_form *f, int *ptr, int *idx, signed char *sig
 void emn_form_momentum_const(const emn_form *f, bool *konst);
 
 /* The branches that give an electrical coordinate's own value a size:
- * for a coordinate that only linear inductors (flux formulation) or linear
- * capacitors (charge formulation) read by value, the slots of those
- * branches, whose values are flux linkages L i or charges C v; none for
- * any other coordinate.  CSR: coordinate j's slots are
+ * for a coordinate that only linear inductors, coupled or not (flux
+ * formulation), or linear capacitors (charge formulation) read by value,
+ * the slots of those branches, whose values are flux linkages (L i, with
+ * the mutual parts) or charges C v; none for any other coordinate.  CSR: coordinate j's slots are
  * (*sl)[ptr[j] .. ptr[j+1]-1]; ptr has n + 1 entries, *sl is malloc'd. */
 void emn_form_value_slots(const emn_form *f, int *ptr, int **sl);
 
