@@ -342,19 +342,24 @@ static col_mat by_columns(const emn_cmat *M, int n)
     return C;
 }
 
-/* The null vectors of a linear circuit's dp/dw, for kernel_rates, each
- * as a group: the vector u and the velocities without inertia (nodes
- * that only resistors and sources meet) that D = dF/dw joins to it,
- * directly or through each other.  Moving u changes the balance of
- * those nodes too, so they move with it, and the group's move solves
- * E'D N x = -E'F, with N = E the group's directions [u, e_j...]: all
- * groups' blocks factored once together (one emn_lu).  A
- * group is dropped where D joins it to another vector, or to more than
- * EMN_KERN_MAX such nodes (a resistive grid: its nodes are tested as
- * before), or where E'D N is singular (u undamped: its values set it).
- * Moving u alone beside such a node put the move into that node's
- * balance, which then alternated: a floating capacitor between
- * resistive nodes took 98071 steps instead of 747. */
+/* The null vectors of a linear circuit's dp/dw, for kernel_rates, in
+ * groups: a vector u, the velocities without inertia (nodes that only
+ * resistors and sources meet) that D = dF/dw joins to it, and the other
+ * vectors D joins to it, directly or through each other.  Moving u
+ * changes the balance of those nodes and vectors too, so they move with
+ * it, and the group's move solves E'D E x = -E'F, E the group's
+ * directions (its vectors, then e_j of its nodes): all groups' blocks
+ * factored once together (one emn_lu).  A group is dropped where it
+ * would take more than EMN_KERN_MAX directions (a resistive grid: its
+ * nodes are tested as before), where D reaches a vector or node of a
+ * group kept before it (D not symmetric), or where E'D E is singular
+ * (u undamped: its values set it).  Moving u alone beside such a node
+ * put the move into that node's balance, which then alternated: a
+ * floating capacitor between resistive nodes took 98071 steps instead
+ * of 747; and a vector moved alone beside another, a resistor between
+ * them, alternated in the other's balance (random circuit 106 of
+ * tests/random.sh: two capacitors in series floating beside a third,
+ * which stopped the flux formulation at 2.6 ns). */
 static void kernel_setup(emn_integ *it, const sign_vectors *sv)
 {
     emn_form *f = it->f;
@@ -365,78 +370,97 @@ static void kernel_setup(emn_integ *it, const sign_vectors *sv)
     col_mat DC = by_columns(&f->lin[3], n);       /* D */
     int *cp = DC.cp, *cr = DC.cr;
     double *cv = DC.cv;
-    int *comp = emn_xmalloc(((size_t)n + 1) * sizeof(int)), *owner = emn_xmalloc(((size_t)n + 1) * sizeof(int));
+    /* comp: the vector holding a coordinate; vown and nown: the group
+     * (by its first vector) that took a vector or a node, -1 */
+    int *comp = emn_xmalloc(((size_t)n + 1) * sizeof(int)), *nown = emn_xmalloc(((size_t)n + 1) * sizeof(int));
+    int *vown = emn_xmalloc(((size_t)nv + 1) * sizeof(int));
     int *pos = emn_xmalloc(((size_t)n + 1) * sizeof(int));      /* direction of a group's coordinate, -1 */
+    signed char *psg = emn_xcalloc((size_t)n + 1, 1);             /* and its sign there */
     double *acc = emn_xcalloc((size_t)n + 1, sizeof(double));
     int *touched = emn_xmalloc(((size_t)n + 1) * sizeof(int)), *seen = emn_xmalloc(((size_t)n + 1) * sizeof(int));
     int stamp = 0;
-    for (int j = 0; j < n; j++) comp[j] = owner[j] = pos[j] = seen[j] = -1;
-    for (int k = 0; k < nv; k++)
+    for (int j = 0; j < n; j++) comp[j] = nown[j] = pos[j] = seen[j] = -1;
+    for (int k = 0; k < nv; k++) {
+        vown[k] = -1;
         for (int q = vptr[k]; q < vptr[k + 1]; q++) comp[vidx[q]] = k;
-    /* the kept groups, grown as found */
+    }
+    /* the kept groups, grown as found; every coordinate is in at most
+     * one direction, so there are at most n directions and entries */
     size_t cap_d = 64, cap_a = 64, nd = 0, nda = 0;
-    it->kptr = emn_xmalloc(((size_t)nv + 1) * sizeof(int));
+    it->kptr = emn_xmalloc(((size_t)n + 2) * sizeof(int));
     it->kidx = emn_xmalloc(((size_t)n + 1) * sizeof(int));
     it->ksign = emn_xmalloc((size_t)n + 1);
-    it->xptr = emn_xmalloc(((size_t)nv + 1) * sizeof(int));
-    it->xidx = emn_xmalloc(((size_t)n + 1) * sizeof(int));
-    it->gdir = emn_xmalloc(((size_t)nv + 1) * sizeof(int));
+    it->gdir = emn_xmalloc(((size_t)nv + 2) * sizeof(int));
+    it->kvec = emn_xmalloc(((size_t)nv + 1) * sizeof(int));
     int *boff = emn_xmalloc(((size_t)nv + 1) * sizeof(int)), *bdim = emn_xmalloc(((size_t)nv + 1) * sizeof(int));
-    it->dptr = emn_xmalloc(((size_t)n + nv + 2) * sizeof(int));
+    it->dptr = emn_xmalloc(((size_t)n + 2) * sizeof(int));
     it->drow = emn_xmalloc(cap_d * sizeof(int));
     it->dval = emn_xmalloc(cap_d * sizeof(double));
-    double *blk = emn_xmalloc(cap_a * sizeof(double));      /* the kept groups' E'D N */
-    int g = 0, nq = 0, nx = 0, ndir = 0;
-    it->kptr[0] = it->xptr[0] = 0;
-    it->dptr[0] = 0;
+    double *blk = emn_xmalloc(cap_a * sizeof(double));      /* the kept groups' E'D E */
+    int g = 0, nq = 0, ndir = 0;
+    it->kptr[0] = it->gdir[0] = it->dptr[0] = 0;
     for (int k = 0; k < nv; k++) {
-        int S[EMN_KERN_MAX], ns = 0;
+        if (vown[k] >= 0) continue;     /* in an earlier vector's group */
+        /* the group's directions as found: a vector k' as k', a node j
+         * as -1 - j */
+        int dir[EMN_KERN_MAX + 1], m = 0;
         bool ok = true;
-        /* grow the group: the rows of D's columns of u, then of each
-         * node taken in */
-        for (int step = -1; step < ns && ok; step++) {
-            int q0 = step < 0 ? vptr[k] : 0, q1 = step < 0 ? vptr[k + 1] : 1;
+        dir[m++] = k;
+        vown[k] = k;
+        for (int d = 0; d < m && ok; d++) {
+            int q0 = dir[d] >= 0 ? vptr[dir[d]] : 0, q1 = dir[d] >= 0 ? vptr[dir[d] + 1] : 1;
             for (int q = q0; q < q1 && ok; q++) {
-                int c = step < 0 ? vidx[q] : S[step];
+                int c = dir[d] >= 0 ? vidx[q] : -1 - dir[d];
                 for (int e = cp[c]; e < cp[c + 1] && ok; e++) {
-                    int j = cr[e];
-                    if (comp[j] == k || it->inertia[j] || owner[j] == k) continue;
-                    if (comp[j] >= 0 || owner[j] >= 0 || ns == EMN_KERN_MAX) ok = false;
-                    else {
-                        owner[j] = k;
-                        S[ns++] = j;
+                    int j = cr[e], v = comp[j];
+                    if (v >= 0 ? vown[v] == k : it->inertia[j] || nown[j] == k) continue;
+                    if ((v >= 0 ? vown[v] : nown[j]) >= 0 || m == EMN_KERN_MAX + 1) {
+                        ok = false;
+                    } else if (v >= 0) {
+                        vown[v] = k;
+                        dir[m++] = v;
+                    } else {
+                        nown[j] = k;
+                        dir[m++] = -1 - j;
                     }
                 }
             }
         }
-        /* rows outside the group that D reaches must not be another
-         * vector's */
-        int m = 1 + ns;
-        for (int d = 0; d < m && ok; d++) {
-            int q0 = d == 0 ? vptr[k] : 0, q1 = d == 0 ? vptr[k + 1] : 1;
-            for (int q = q0; q < q1 && ok; q++) {
-                int c = d == 0 ? vidx[q] : S[d - 1];
-                for (int e = cp[c]; e < cp[c + 1] && ok; e++) ok = comp[cr[e]] < 0 || comp[cr[e]] == k;
+        /* vectors first, in the order found, then nodes */
+        int nvec = 0;
+        for (int d = 0; d < m && ok; d++)
+            if (dir[d] >= 0) {
+                int v = dir[d];
+                memmove(dir + nvec + 1, dir + nvec, (size_t)(d - nvec) * sizeof(int));
+                dir[nvec++] = v;
             }
-        }
         double A[(EMN_KERN_MAX + 1) * (EMN_KERN_MAX + 1)];
         size_t d0 = nd;
+        int q00 = nq;
         if (ok) {
-            for (int q = vptr[k]; q < vptr[k + 1]; q++) pos[vidx[q]] = 0;
-            for (int a = 0; a < ns; a++) pos[S[a]] = a + 1;
+            for (int d = 0; d < m; d++) {
+                int q0 = dir[d] >= 0 ? vptr[dir[d]] : 0, q1 = dir[d] >= 0 ? vptr[dir[d] + 1] : 1;
+                for (int q = q0; q < q1; q++) {
+                    int c = dir[d] >= 0 ? vidx[q] : -1 - dir[d];
+                    pos[c] = d;
+                    psg[c] = dir[d] >= 0 ? vsg[q] : 1;
+                    it->kidx[nq] = c;
+                    it->ksign[nq++] = psg[c];
+                }
+                it->kptr[ndir + d + 1] = nq;
+            }
             for (int d = 0; d < m; d++) {
                 /* D's column of direction d, summed into acc */
                 stamp++;
-                int nt = 0, q0 = d == 0 ? vptr[k] : 0, q1 = d == 0 ? vptr[k + 1] : 1;
-                for (int q = q0; q < q1; q++) {
-                    int c = d == 0 ? vidx[q] : S[d - 1];
-                    double sc = d == 0 ? vsg[q] : 1;
+                int nt = 0;
+                for (int q = it->kptr[ndir + d]; q < it->kptr[ndir + d + 1]; q++) {
+                    int c = it->kidx[q];
                     for (int e = cp[c]; e < cp[c + 1]; e++) {
                         if (seen[cr[e]] != stamp) {
                             seen[cr[e]] = stamp;
                             touched[nt++] = cr[e];
                         }
-                        acc[cr[e]] += sc * cv[e];
+                        acc[cr[e]] += it->ksign[q] * cv[e];
                     }
                 }
                 for (int r = 0; r < m; r++) A[r * m + d] = 0;
@@ -449,19 +473,13 @@ static void kernel_setup(emn_integ *it, const sign_vectors *sv)
                     int j = touched[t];
                     double v = acc[j];
                     acc[j] = 0;
-                    if (pos[j] == 0) {
-                        for (int q = vptr[k]; q < vptr[k + 1]; q++)
-                            if (vidx[q] == j) A[d] += vsg[q] * v;
-                    } else if (pos[j] > 0) {
-                        A[pos[j] * m + d] += v;
-                    }
+                    if (pos[j] >= 0) A[pos[j] * m + d] += psg[j] * v;
                     it->drow[nd] = j;
                     it->dval[nd++] = v;
                 }
                 it->dptr[ndir + d + 1] = (int)nd;
             }
-            for (int q = vptr[k]; q < vptr[k + 1]; q++) pos[vidx[q]] = -1;
-            for (int a = 0; a < ns; a++) pos[S[a]] = -1;
+            for (int q = q00; q < nq; q++) pos[it->kidx[q]] = -1;
             emn_sparse B;
             int zero = 0;
             blocks_sparse(&B, m, 1, &zero, &m, A, &zero);
@@ -471,18 +489,19 @@ static void kernel_setup(emn_integ *it, const sign_vectors *sv)
             emn_sparse_free(&B);
         }
         if (!ok) {
-            for (int a = 0; a < ns; a++) owner[S[a]] = -1;
+            /* give back what it took (a later vector's own group may
+             * take it again) */
+            for (int d = 0; d < m; d++) {
+                if (dir[d] >= 0) vown[dir[d]] = -1;
+                else nown[-1 - dir[d]] = -1;
+            }
             nd = d0;
+            nq = q00;
             continue;
         }
         /* keep it */
-        it->gdir[g] = ndir;
+        it->kvec[g] = nvec;
         ndir += m;
-        for (int q = vptr[k]; q < vptr[k + 1]; q++) {
-            it->kidx[nq] = vidx[q];
-            it->ksign[nq++] = vsg[q];
-        }
-        for (int a = 0; a < ns; a++) it->xidx[nx++] = S[a];
         if (nda + (size_t)(m * m) > cap_a) {
             while (nda + (size_t)(m * m) > cap_a) cap_a *= 2;
             blk = emn_xrealloc(blk, cap_a * sizeof(double));
@@ -491,9 +510,7 @@ static void kernel_setup(emn_integ *it, const sign_vectors *sv)
         bdim[g] = m;
         memcpy(blk + nda, A, (size_t)(m * m) * sizeof(double));
         nda += (size_t)(m * m);
-        g++;
-        it->kptr[g] = nq;
-        it->xptr[g] = nx;
+        it->gdir[++g] = ndir;
     }
     it->nkern = g;
     if (g > 0) {
@@ -504,7 +521,7 @@ static void kernel_setup(emn_integ *it, const sign_vectors *sv)
         it->kmove = emn_xcalloc((size_t)g + 1, sizeof(bool));
     }
     free(blk); free(boff); free(bdim);
-    free(seen); free(touched); free(acc); free(pos); free(owner); free(comp);
+    free(seen); free(touched); free(acc); free(psg); free(pos); free(vown); free(nown); free(comp);
     free(cp); free(cr); free(cv);
 }
 
@@ -949,8 +966,7 @@ void emn_integ_free(emn_integ **pit)
     free(it->nptr); free(it->nk); free(it->nvoff); free(it->nidx); free(it->nvec);
     free(it->kidx);
     free(it->ksign);
-    free(it->xptr);
-    free(it->xidx);
+    free(it->kvec);
     free(it->gdir);
     emn_lu_free(&it->klu);
     if (it->kx) emn_sparse_free(&it->kA);
@@ -1161,7 +1177,7 @@ static void const_momentum_history(const emn_integ *it, const step_formula *s, d
  * the null space, and each step solves u'F = 0 afresh; the equations
  * along the rest of the space, where dp/dw is invertible, are as
  * before.  (A null vector of +-1 is kernel_rates's, which moves it
- * after the step with the resistive nodes beside it.)  Same arguments as
+ * after the step with the resistive nodes and vectors beside it.)  Same arguments as
  * const_momentum_history. */
 static void null_history(const emn_integ *it, const step_formula *s, double *hp, double *dw)
 {
@@ -2253,10 +2269,10 @@ static void constraint_rates(emn_integ *it)
  * between two nodes from rest, the far node's voltage decayed towards
  * zero under an alternation that did not, and the error test, which
  * measures the velocity against its own size, cut the step to nothing
- * (flux formulation).  Each group's velocities (u and the resistive
- * nodes beside it) move until their balances are zero, all groups in one
- * solve with kA; p does not change (dp/dw u = 0 and those nodes have
- * none), F by D times the move.  (Linear circuits only: there D is
+ * (flux formulation).  Each group's velocities (its vectors and the
+ * resistive nodes beside them) move until their balances are zero, all
+ * groups in one solve with kA; p does not change (dp/dw u = 0 and those
+ * nodes have none), F by D times the move.  (Linear circuits only: there D is
  * constant.) */
 static void kernel_rates(emn_integ *it)
 {
@@ -2264,33 +2280,36 @@ static void kernel_rates(emn_integ *it)
     const double *scale = it->scale;
     bool any = false;
     for (int g = 0; g < it->nkern; g++) {
-        int q0 = it->kptr[g], q1 = it->kptr[g + 1], x0 = it->xptr[g], m = 1 + it->xptr[g + 1] - x0;
-        double r = 0, t = 0, *xg = x + it->gdir[g];
-        for (int q = q0; q < q1; q++) {
-            r += it->ksign[q] * F[it->kidx[q]];
-            t += scale[it->kidx[q]];
+        int d0 = it->gdir[g], d1 = it->gdir[g + 1], dv = d0 + it->kvec[g];
+        /* a vector's balance within the rounding of its terms is left as
+         * it is (the nodes beside it were never moved on their own): a
+         * move would only be rounding too, and it would part a node from
+         * one an inductor alone ties it to (whose current, the difference
+         * of their flux linkages, is then exactly 0); the group moves
+         * when one of its vectors' balances is more than that */
+        bool mv = false;
+        for (int d = d0; d < d1; d++) {
+            double r = 0, t = 0;
+            for (int q = it->kptr[d]; q < it->kptr[d + 1]; q++) {
+                r += it->ksign[q] * F[it->kidx[q]];
+                t += scale[it->kidx[q]];
+            }
+            bool real = d >= dv || fabs(r) > 8 * DBL_EPSILON * t;
+            mv = mv || (d < dv && real);
+            x[d] = real ? -r : 0;
         }
-        /* u's balance within the rounding of its terms is left as it
-         * is (the nodes beside it were never moved on their own): a move
-         * would only be rounding too, and it would part a node from one
-         * an inductor alone ties it to (whose current, the difference of
-         * their flux linkages, is then exactly 0) */
-        it->kmove[g] = fabs(r) > 8 * DBL_EPSILON * t;
-        any = any || it->kmove[g];
-        xg[0] = it->kmove[g] ? -r : 0;
-        for (int a = 1; a < m; a++) xg[a] = it->kmove[g] ? -F[it->xidx[x0 + a - 1]] : 0;
+        it->kmove[g] = mv;
+        any = any || mv;
+        if (!mv)
+            for (int d = d0; d < d1; d++) x[d] = 0;
     }
     if (!any) return;
     emn_lu_solve(it->klu, x);
     for (int g = 0; g < it->nkern; g++) {
         if (!it->kmove[g]) continue;
-        int q0 = it->kptr[g], q1 = it->kptr[g + 1], x0 = it->xptr[g], m = 1 + it->xptr[g + 1] - x0;
-        const double *xg = x + it->gdir[g];
-        for (int q = q0; q < q1; q++) w[it->kidx[q]] += xg[0] * it->ksign[q];
-        for (int a = 1; a < m; a++) w[it->xidx[x0 + a - 1]] += xg[a];
-        for (int d = 0; d < m; d++) {
-            int dir = it->gdir[g] + d;
-            for (int e = it->dptr[dir]; e < it->dptr[dir + 1]; e++) F[it->drow[e]] += xg[d] * it->dval[e];
+        for (int d = it->gdir[g]; d < it->gdir[g + 1]; d++) {
+            for (int q = it->kptr[d]; q < it->kptr[d + 1]; q++) w[it->kidx[q]] += x[d] * it->ksign[q];
+            for (int e = it->dptr[d]; e < it->dptr[d + 1]; e++) F[it->drow[e]] += x[d] * it->dval[e];
         }
     }
 }

@@ -114,15 +114,15 @@ typedef struct emn_integ {
     size_t *nvoff;
     double *nvec;
     /* a linear circuit's null vectors u of dp/dw (emn_form_mass_kernel)
-     * under the trapezoidal rule, each in a group with the velocities
-     * without inertia beside it (kernel_setup).  Group g: u on kidx[q]
-     * with signs ksign[q], q in [kptr[g], kptr[g + 1]); the nodes
-     * xidx[x], x in [xptr[g], xptr[g + 1]); its m directions' columns of
-     * dF/dw as drow/dval over [dptr[d], dptr[d + 1]), d from gdir[g];
-     * kA the groups' E'D N, block g from row and column gdir[g], factored
-     * in klu; kx its right-hand side and solution, kmove the groups that
-     * move at this step */
-    int nkern, *kptr, *kidx, *xptr, *xidx, *gdir, *dptr, *drow;
+     * under the trapezoidal rule, in groups with the velocities without
+     * inertia and the other vectors beside them (kernel_setup).  Group g
+     * has directions d in [gdir[g], gdir[g + 1]), its kvec[g] vectors
+     * first, then its nodes: direction d is ksign[q] on kidx[q], q in
+     * [kptr[d], kptr[d + 1]), and dF/dw times it is drow/dval over
+     * [dptr[d], dptr[d + 1]); kA the groups' E'D E, block g from row and
+     * column gdir[g], factored in klu; kx its right-hand side and
+     * solution, kmove the groups that move at this step */
+    int nkern, *kptr, *kidx, *kvec, *gdir, *dptr, *drow;
     signed char *ksign;
     /* The gauges (emn_form_gauges): set k is gauge_idx[gauge_ptr[k] ..
      * gauge_ptr[k + 1]), their values moved back towards zero together
