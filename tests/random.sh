@@ -25,15 +25,22 @@
 . "$(dirname "$0")/lib.sh"
 
 N=${RANDOM_DECKS:-100}
+# Circuits past the first N that found faults, run always (RANDOM_ALSO
+# sets others): 106 and 228 (flux: stopped), 138 (flux: an inductor
+# coupled by K untested), 150, 151 and 214 (inductors that carry no
+# current: the measure's floor)
+ALSO=${RANDOM_ALSO-"106 138 150 151 214 228"}
 
-# Known to fail: none of these.  (Circuits 66 and 91 did, in the flux
-# formulation, until a voltage source's flux linkage beside a node's was
-# integrated by the same rule: integ.c, step_integrals.)  Of the first
-# 300 (RANDOM_DECKS=300), 106, 138, 150, 151, 214, 228 and 266 fail in
-# the flux formulation and 266 in the charge one: two stops and errors
-# not yet understood.
-KNOWN=""
-KNOWN_WHY=""
+# Known to fail: 266, whose reference is wrong: its operating point has a
+# node that only a capacitor meets, ngspice starts from its
+# pseudo-transient's end (0.42 V off the 1 V steady state), and with
+# rshunt its run at reltol 1e-6 stops at 5 ns.  Of the first 300
+# (RANDOM_DECKS=300) none other fails; 106 and 228 stopped the flux
+# formulation (integ.c, kernel_setup) and 138 erred there by 1.6 of an
+# inductor's current (the inductors a K couples had no branch test:
+# form.c, term_reads) until 2026-11-28.
+KNOWN="266:charge 266:flux"
+KNOWN_WHY="ngspice's reference does not start from the operating point"
 
 if ! command -v ngspice >/dev/null 2>&1; then
     skip "random circuits: emnet agrees with ngspice" "ngspice not installed"
@@ -91,6 +98,7 @@ gen() {
 }
 
 # ngspice DECK OUT EXTRA-OPTIONS TMAX SIGNALS: ngspice's result as a table
+# (status 1: none; 2: one that does not start from an operating point)
 ngspice_run() {
     local deck=$1 out=$2 opt=$3 tmax=$4
     shift 4
@@ -103,16 +111,26 @@ ngspice_run() {
               print ".control"; print "run"; print "linearize"; print "set wr_singlescale"
               print "set numdgt=12"; print "wrdata " dat " " sigs; print ".endc"; print ".end" }' "$deck" >"$out.sp"
     (cd "$WORK" && ulimit -v 4000000 2>/dev/null; timeout 120 ngspice -b "$out.sp" >"$out.log" 2>&1)
-    [ -s "$out.dat" ] || return 1
+    # (a run that stops still writes its vectors, zero past the stop)
+    [ -s "$out.dat" ] && ! grep -q "simulation(s) aborted" "$out.log" || return 1
     awk '{ $1 = $1; print }' "$out.dat" >"$out"
+    # 2: its operating point failed, and it started from the end of a
+    # pseudo-transient, which need not be a steady state
+    ! grep -q "Transient op started" "$out.log" || return 2
 }
 
 # deck_error GOT REF KINDS: the largest difference over the rows both have (by
 # time), each column against the largest magnitude in REF of its kind
-# (KINDS: one letter per column after time, v or i)
+# (KINDS: one letter per column after time, v or i), or a millionth of
+# the smallest drive where that is smaller: 1 uV (vntol) for voltages,
+# 1 nA for currents.  Below that a signal is zero to the measure: an
+# inductor that carries no current (a tank that nothing excites) shows in
+# the flux formulation the rounding of the difference of two flux
+# linkages of some mWb, 1e-14 A and more, and in ngspice 1e-17 A.
 deck_error() {
     awk -v kinds="$3" '
         function abs(x) { x += 0; return x < 0 ? -x : x }
+        BEGIN { pk["v"] = 1e-6; pk["i"] = 1e-9 }
         NR == FNR { if ($1 !~ /^[-+0-9.]/) next; k = sprintf("%.6e", $1); for (i = 2; i <= NF; i++) R[k, i] = $i
                     for (i = 2; i <= NF; i++) { c = substr(kinds, i - 1, 1); if (abs($i) > pk[c]) pk[c] = abs($i) } next }
         $1 !~ /^[-+0-9.]/ { next }
@@ -121,18 +139,38 @@ deck_error() {
         END { if (rows < 100) print "rows"; else printf "%.3g\n", w }' "$2" "$1"
 }
 
-s=1
-while [ "$s" -le "$N" ]; do
+# circuits 1 to N, and beyond N those that found faults
+for s in $(awk -v n="$N" -v also="$ALSO" 'BEGIN { for (i = 1; i <= n; i++) print i
+                                                  k = split(also, a, " "); for (i = 1; i <= k; i++) if (a[i] > n) print a[i] }'); do
     deck="$WORK/r$s.cir"
     gen "$s" >"$deck"
     sigs=$(awk 'tolower($1) == ".print" { for (i = 3; i <= NF; i++) printf "%s ", $i }' "$deck")
     kinds=$(for x in $sigs; do printf '%s' "${x%%(*}"; done)
-    if ! ngspice_run "$deck" "$WORK/ref" "reltol=1e-6 abstol=1e-15 vntol=1e-12 chgtol=1e-20" 50n $sigs; then
+    # Where ngspice finds no operating point (a node that only a
+    # capacitor meets leaves its matrix singular), it starts from the end
+    # of a pseudo-transient, which need not be a steady state: both its
+    # runs are then made again with 1e12 ohm from every node to ground
+    # (rshunt), and where those fail too (an inductor loop's current
+    # stays singular; at reltol 1e-6 a shunted run can stop), the
+    # pseudo-transient's start stands.
+    opt="reltol=1e-6 abstol=1e-15 vntol=1e-12 chgtol=1e-20"
+    shunt=
+    ngspice_run "$deck" "$WORK/ref" "$opt" 50n $sigs
+    ng=$?
+    if [ $ng -eq 2 ]; then
+        if ngspice_run "$deck" "$WORK/ref" "$opt rshunt=1e12" 50n $sigs; then
+            shunt=rshunt=1e12
+        else
+            ngspice_run "$deck" "$WORK/ref" "$opt" 50n $sigs
+        fi
+        ng=0
+    fi
+    if [ $ng -ne 0 ]; then
         skip "random circuit $s: emnet agrees with ngspice" "ngspice does not run it"
-        s=$((s + 1))
         continue
     fi
-    ngspice_run "$deck" "$WORK/def" "" "" $sigs || : >"$WORK/def"
+    ngspice_run "$deck" "$WORK/def" "$shunt" "" $sigs
+    [ $? -ne 1 ] || : >"$WORK/def"
     eng=$(deck_error "$WORK/def" "$WORK/ref" "$kinds")
     case $eng in *[!0-9.e+-]*|'') eng=1 ;; esac
     for form in charge flux; do
@@ -155,7 +193,6 @@ while [ "$s" -le "$N" ]; do
         check_or_todo $st "$name: within twice ngspice's own default error of the reference" \
             "$(printf 'error %s of the largest of its kind; ngspice default run: %s\n%s' "$e" "$eng" "$(cat "$deck")")" "$why"
     done
-    s=$((s + 1))
 done
 
 done_testing
