@@ -591,6 +591,109 @@ static void combine(const emn_cmat *M, const col_mat *C, const sign_vectors *sv,
     }
 }
 
+/* The null vectors of dp/dw for kernel_rows_setup, where one, with the
+ * velocities without inertia and the other vectors that D = dF/dw joins
+ * to it, makes a vector that nothing damps: D s = 0 over the whole set
+ * (flux formulation: a capacitor's nodes and the resistors between them
+ * and the nodes beside them, which only inductors and current sources
+ * leave).  That vector's balance s'F(z, t) = 0 is then a constraint on
+ * the coordinates along s, which a vector alone, damped by the
+ * resistors inside the set, did not show: a current source through R ||
+ * (C + R) into an inductor stopped the flux formulation at 0.26 ms, the
+ * set's common motion alternating with nothing to hold it.  A vector
+ * whose set is damped, or that would take more than EMN_NULL_MAX
+ * coordinates, is passed on alone.  Signs follow D's off-diagonal
+ * entries (equal for a positive one, as a resistor's between two nodes
+ * is in dF/dw). */
+static void undamped_vectors(const emn_integ *it, const sign_vectors *sv, sign_vectors *out)
+{
+    const emn_cmat *D = &it->f->lin[3];
+    int n = it->n, nv = sv->n;
+    col_mat DC = by_columns(D, n);
+    int *comp = emn_xmalloc(((size_t)n + 1) * sizeof(int)), *set = emn_xmalloc(((size_t)n + 1) * sizeof(int));
+    signed char *csg = emn_xcalloc((size_t)n + 1, 1), *s = emn_xcalloc((size_t)n + 1, 1);
+    bool *used = emn_xcalloc((size_t)nv + 1, sizeof(bool)), *in = emn_xcalloc((size_t)nv + 1, sizeof(bool));
+    for (int j = 0; j < n; j++) comp[j] = -1;
+    for (int k = 0; k < nv; k++)
+        for (int q = sv->ptr[k]; q < sv->ptr[k + 1]; q++) {
+            comp[sv->idx[q]] = k;
+            csg[sv->idx[q]] = sv->sign[q];
+        }
+    int at = 0;
+    out->n = 0;
+    out->ptr[0] = 0;
+    for (int k = 0; k < nv; k++) {
+        if (used[k]) continue;
+        int m = 0;
+        bool ok = true, grown = false;
+        in[k] = true;
+        for (int q = sv->ptr[k]; q < sv->ptr[k + 1]; q++) {
+            s[sv->idx[q]] = sv->sign[q];
+            set[m++] = sv->idx[q];
+        }
+        for (int h = 0; h < m && ok; h++) {
+            int i = set[h];
+            /* D's row and column of i: a resistor's entries are in both */
+            for (int side = 0; side < 2 && ok; side++) {
+                int e0 = side ? DC.cp[i] : D->rptr[i], e1 = side ? DC.cp[i + 1] : D->rptr[i + 1];
+                for (int e = e0; e < e1 && ok; e++) {
+                    int c = side ? DC.cr[e] : D->col[e];
+                    double v = side ? DC.cv[e] : D->val[e];
+                    if (c == i || v == 0) continue;
+                    signed char want = v > 0 ? s[i] : -s[i];
+                    if (s[c]) {
+                        ok = s[c] == want;
+                    } else if (comp[c] >= 0) {
+                        int kk = comp[c];
+                        signed char fct = (signed char)(want * csg[c]);
+                        ok = !used[kk] && m + (sv->ptr[kk + 1] - sv->ptr[kk]) <= EMN_NULL_MAX;
+                        for (int q = sv->ptr[kk]; q < sv->ptr[kk + 1] && ok; q++) {
+                            s[sv->idx[q]] = (signed char)(fct * sv->sign[q]);
+                            set[m++] = sv->idx[q];
+                        }
+                        in[kk] = true;
+                        grown = true;
+                    } else if (!it->inertia[c] && m < EMN_NULL_MAX) {
+                        s[c] = want;
+                        set[m++] = c;
+                        grown = true;
+                    } else {
+                        ok = false;     /* an inertial coordinate damps it, or too large */
+                    }
+                }
+            }
+        }
+        /* D s = 0 on every row the set reaches */
+        for (int h = 0; h < m && ok && grown; h++) {
+            int i = set[h];
+            double sum = 0, mag = 0;
+            for (int e = D->rptr[i]; e < D->rptr[i + 1]; e++) {
+                sum += D->val[e] * s[D->col[e]];
+                mag += fabs(D->val[e]);
+            }
+            ok = fabs(sum) <= 64 * DBL_EPSILON * mag;
+        }
+        if (ok && grown) {
+            for (int h = 0; h < m; h++) {
+                out->idx[at] = set[h];
+                out->sign[at++] = s[set[h]];
+            }
+            for (int kk = 0; kk < nv; kk++) used[kk] = used[kk] || in[kk];
+        } else {
+            for (int q = sv->ptr[k]; q < sv->ptr[k + 1]; q++) {
+                out->idx[at] = sv->idx[q];
+                out->sign[at++] = sv->sign[q];
+            }
+            used[k] = true;
+        }
+        out->ptr[++out->n] = at;
+        for (int h = 0; h < m; h++) s[set[h]] = 0;
+        for (int kk = 0; kk < nv; kk++) in[kk] = false;
+    }
+    free(comp); free(set); free(csg); free(s); free(used); free(in);
+    free(DC.cp); free(DC.cr); free(DC.cv);
+}
+
 /* The start's Newton matrix, a dp/dw + dp/dz - dF/dw - dF/dz / a at a =
  * 1e9 / hmax (consistent_w), along a null vector u of dp/dw
  * (emn_form_mass_kernel: capacitors that nothing ties to ground, flux
@@ -866,7 +969,11 @@ emn_integ *emn_integ_new(emn_form *f, const emn_integ_opts *o)
         sign_vectors sv = {0, emn_xmalloc(((size_t)n + 1) * sizeof(int)), emn_xmalloc(((size_t)n + 1) * sizeof(int)),
                            emn_xmalloc((size_t)n + 1)};
         sv.n = emn_form_mass_kernel(f, sv.ptr, sv.idx, sv.sign);
-        kernel_rows_setup(it, &sv);
+        sign_vectors su = {0, emn_xmalloc(((size_t)n + 1) * sizeof(int)), emn_xmalloc(((size_t)n + 1) * sizeof(int)),
+                           emn_xmalloc((size_t)n + 1)};
+        undamped_vectors(it, &sv, &su);
+        kernel_rows_setup(it, &su);
+        free(su.ptr); free(su.idx); free(su.sign);
         if (it->o.method == EMN_METHOD_TRAP) {
             if (linear) kernel_setup(it, &sv);
             null_setup(it, &sv, !linear);

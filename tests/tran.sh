@@ -819,6 +819,36 @@ EOF
 RL_I='e = exp(-t / 1e-6); W["v(a)"] = 1000 * e; W["i(l1)"] = 1 - e'
 closed_form rl_i 1e-3 "a current source into R || L, from rest" "the closed form at the default tolerances" "$RL_I"
 
+# A current source into R1 || (C1 + R2), then L1 to ground, from rest:
+# only L1 and the source leave the three nodes, so L1 carries the
+# source's current, i(L1) = I, and v(n2) = L1 dI/dt; the capacitor's
+# charge follows q' = (R1 I - q / C1) / (R1 + R2).  In the flux
+# formulation the three nodes' common motion was damped by nothing (C1
+# and both resistors lie inside them), and what a step left in it
+# alternated until the step was 7e-17 s at 0.26 ms (integ.c,
+# undamped_vectors).  With I = A sin(w t), tau = C1 (R1 + R2), B = A R1
+# / (R1 + R2), c = 1 / tau:
+#   q = B / (c^2 + w^2) (c sin w t - w cos w t + w e^(-c t)).
+cat >"$WORK/i_cut.cir" <<'EOF'
+current source into R || (C + R), then L to ground
+I1 0 n1 SIN(0 1m 1k)
+R1 n1 n2 100
+C1 n1 n3 1u
+R2 n3 n2 10
+L1 n2 0 10m
+.tran 10u 2m uic
+.print tran v(n1) v(n2) v(n3) i(l1) i(c1)
+.end
+EOF
+I_CUT='A = 1e-3; w = 2 * 3.14159265358979324 * 1000; R1 = 100; R2 = 10; C = 1e-6; L = 10e-3
+    c = 1 / (C * (R1 + R2)); B = A * R1 / (R1 + R2); s = sin(w * t); co = cos(w * t)
+    q = B / (c * c + w * w) * (c * s - w * co + w * exp(-c * t)); qd = B * s - c * q
+    v2 = L * A * w * co
+    W["i(l1)"] = A * s; W["v(n2)"] = v2; W["i(c1)"] = qd
+    W["v(n1)"] = v2 + R1 * (A * s - qd); W["v(n3)"] = v2 + R2 * qd'
+closed_form i_cut 2e-3 "a current source into R || (C + R) and an inductor, from rest" \
+    "the closed form at the default tolerances" "$I_CUT"
+
 # Two capacitors in parallel across an inductor, fed from 1 V through
 # R1 = 1k from rest: a parallel RLC with C = 200n, L = 1m,
 #   v(n2) = V / (R C wd) e^(-a t) sin(wd t),  a = 1 / (2 R C),
