@@ -77,16 +77,26 @@ static int etol_end(const emn_integ *it, int j0, int j1)
     return ne < j0 ? j0 : ne > j1 ? j1 : ne;
 }
 
+/* A coordinate that has never moved nor been pushed (its momentum,
+ * velocity and force all exactly 0 so far) has no size yet to measure
+ * its first motion against: from exactly zero, a step's estimate is the
+ * same fraction of that motion at every step length (h/2 of a velocity's
+ * rise against reltol h of it), as at a start from rest, and the step
+ * that sets it moving goes untested in it.  A mass that a corner of a
+ * PULSE set moving through a coil, beside another that a force had
+ * moved all along, had its first step cut to 1e-16 s (charge
+ * formulation). */
 static void mech_tolerances(emn_integ *it, int j0, int j1)
 {
     int ne = it->f->ne, nm = it->n - ne;
     double k = 1e-3 * it->o.reltol;
     for (int j = j0 > ne ? j0 : ne; j < j1; j++) {
         const double *pk = it->peak + (j - ne);
+        bool still = pk[nm] == 0 && pk[2 * nm] == 0 && pk[3 * nm] == 0;
         it->tol_zy[j - ne] = 1e-30;
-        it->tol_zd[j - ne] = k * pk[2 * nm] + 1e-30;
-        it->tol_py[j - ne] = k * pk[nm] + 1e-30;
-        it->tol_pd[j - ne] = k * pk[3 * nm] + 1e-30;
+        it->tol_zd[j - ne] = still ? INFINITY : k * pk[2 * nm] + 1e-30;
+        it->tol_py[j - ne] = still ? INFINITY : k * pk[nm] + 1e-30;
+        it->tol_pd[j - ne] = still ? INFINITY : k * pk[3 * nm] + 1e-30;
     }
 }
 
