@@ -253,6 +253,56 @@ static void alg_inverse(emn_integ *it)
     free(a); free(v); free(at); free(pos); free(queue); free(in); free(mark);
 }
 
+/* Scratch for reads_values: n + 1 long each, acc and mag zero between
+ * calls. */
+typedef struct zread_ws {
+    double *acc, *mag;
+    int *touched;
+} zread_ws;
+
+/* Whether u'dp/dz != 0 beyond the rounding of its terms, u being u[q] on
+ * coordinate idx[q], q < m: a combination of momenta that the
+ * coordinates change.  Only where it does not is a null vector u of
+ * dp/dw's balance u'F zero at every instant.  Where a moving coil's loop
+ * has no inductance of its own (charge formulation), a combination of
+ * loops through it holds T x, and u'F = T v: null_history, solving u'F
+ * = 0 at every step, slowed the cone of a coil that shares an inductor
+ * with a resistor's loop to 0.67 of its speed. */
+static bool reads_values(const emn_integ *it, const int *idx, const double *u, int m, zread_ws *ws)
+{
+    const emn_cmat *P = &it->f->lin[0];
+    if (P->nrows == 0) return false;
+    int nt = 0;
+    for (int q = 0; q < m; q++) {
+        int i = idx[q];
+        for (int e = P->rptr[i]; e < P->rptr[i + 1]; e++) {
+            int c = P->col[e];
+            if (ws->mag[c] == 0) ws->touched[nt++] = c;
+            ws->acc[c] += u[q] * P->val[e];
+            ws->mag[c] += fabs(u[q] * P->val[e]);
+        }
+    }
+    bool reads = false;
+    for (int t = 0; t < nt; t++) {
+        int c = ws->touched[t];
+        reads = reads || fabs(ws->acc[c]) > 64 * DBL_EPSILON * ws->mag[c];
+        ws->acc[c] = ws->mag[c] = 0;
+    }
+    return reads;
+}
+
+static zread_ws zread_new(int n)
+{
+    zread_ws ws = {emn_xcalloc((size_t)n + 1, sizeof(double)), emn_xcalloc((size_t)n + 1, sizeof(double)),
+                   emn_xmalloc(((size_t)n + 1) * sizeof(int))};
+    return ws;
+}
+
+static void zread_free(zread_ws *ws)
+{
+    free(ws->acc); free(ws->mag); free(ws->touched);
+}
+
 /* The null spaces of a linear circuit's dp/dw, for null_history: each
  * connected block of it of at most EMN_NULL_MAX coordinates, with the
  * eigenvectors whose eigenvalues are below 1e-10 of its largest (an
@@ -260,7 +310,9 @@ static void alg_inverse(emn_integ *it)
  * 1e-10 of another coupled to it would be taken for none).  A block
  * whose null vector is one of +-1 (sv: capacitors that nothing ties to
  * ground, in the flux formulation) is left to kernel_setup, whose groups
- * also take the resistive nodes beside it, unless nothing damps it: a
+ * also take the resistive nodes beside it (or, where the coordinates
+ * change its momentum, to the rule alone: reads_values), unless nothing
+ * damps it: a
  * constraint u'F(z, t) = 0 (kernel_rows_setup), which each step solves
  * afresh here, as the constant-momentum rows their own. */
 static void null_setup(emn_integ *it, const sign_vectors *sv, bool only_constraints)
@@ -269,6 +321,7 @@ static void null_setup(emn_integ *it, const sign_vectors *sv, bool only_constrai
     int n = it->n;
     int *queue = emn_xmalloc(((size_t)n + 1) * sizeof(int)), *pos = emn_xmalloc(((size_t)n + 1) * sizeof(int));
     bool *mark = emn_xcalloc((size_t)n + 1, sizeof(bool));
+    zread_ws ws = zread_new(n);
     for (int j = 0; j < n; j++) pos[j] = -1;
     /* kernel_setup's blocks, but for the constraints of
      * kernel_rows_setup (which kernel_setup, with nothing to damp them,
@@ -299,7 +352,7 @@ static void null_setup(emn_integ *it, const sign_vectors *sv, bool only_constrai
         for (int i = 0; i < m; i++) top = fmax(top, fabs(d[i]));
         int k = 0;
         for (int i = 0; i < m; i++) {
-            if (!(fabs(d[i]) <= 1e-10 * top)) continue;
+            if (!(fabs(d[i]) <= 1e-10 * top) || reads_values(it, queue, v + (size_t)i * m, m, &ws)) continue;
             if (nv + (size_t)m > cap_v) {
                 while (nv + (size_t)m > cap_v) cap_v *= 2;
                 it->nvec = emn_xrealloc(it->nvec, cap_v * sizeof(double));
@@ -326,6 +379,7 @@ static void null_setup(emn_integ *it, const sign_vectors *sv, bool only_constrai
         }
     }
     free(a); free(v); free(pos); free(queue); free(mark);
+    zread_free(&ws);
 }
 
 /* M by columns: column c's rows cr[e] and values cv[e], e in [cp[c],
@@ -599,6 +653,29 @@ static void combine(const emn_cmat *M, const col_mat *C, const sign_vectors *sv,
         for (int e = M->rptr[i]; e < M->rptr[i + 1]; e++) sum_add(rows, M->col[e], sv->sign[q] * M->val[e]);
         for (int e = C->cp[i]; e < C->cp[i + 1]; e++) sum_add(cols, C->cr[e], sv->sign[q] * C->cv[e]);
     }
+}
+
+/* The null vectors of sv whose momentum the coordinates do not change
+ * (reads_values), in out: kernel_setup's. */
+static void still_vectors(const emn_integ *it, const sign_vectors *sv, sign_vectors *out)
+{
+    int n = it->n, at = 0;
+    zread_ws ws = zread_new(n);
+    double *u = emn_xmalloc(((size_t)n + 1) * sizeof(double));
+    out->n = 0;
+    out->ptr[0] = 0;
+    for (int k = 0; k < sv->n; k++) {
+        int q0 = sv->ptr[k], m = sv->ptr[k + 1] - q0;
+        for (int q = 0; q < m; q++) u[q] = sv->sign[q0 + q];
+        if (reads_values(it, sv->idx + q0, u, m, &ws)) continue;
+        for (int q = 0; q < m; q++) {
+            out->idx[at] = sv->idx[q0 + q];
+            out->sign[at++] = sv->sign[q0 + q];
+        }
+        out->ptr[++out->n] = at;
+    }
+    free(u);
+    zread_free(&ws);
 }
 
 /* The null vectors of dp/dw for kernel_rows_setup, where one, with the
@@ -983,11 +1060,12 @@ emn_integ *emn_integ_new(emn_form *f, const emn_integ_opts *o)
                            emn_xmalloc((size_t)n + 1)};
         undamped_vectors(it, &sv, &su);
         kernel_rows_setup(it, &su);
-        free(su.ptr); free(su.idx); free(su.sign);
+        still_vectors(it, &sv, &su);
         if (it->o.method == EMN_METHOD_TRAP) {
-            if (linear) kernel_setup(it, &sv);
+            if (linear) kernel_setup(it, &su);
             null_setup(it, &sv, !linear);
         }
+        free(su.ptr); free(su.idx); free(su.sign);
         free(sv.ptr); free(sv.idx); free(sv.sign);
     }
     it->gauge_ptr = emn_xmalloc((sz + 1) * sizeof(int));
