@@ -77,22 +77,26 @@ static int etol_end(const emn_integ *it, int j0, int j1)
     return ne < j0 ? j0 : ne > j1 ? j1 : ne;
 }
 
-/* A coordinate that has never moved nor been pushed (its momentum,
- * velocity and force all exactly 0 so far) has no size yet to measure
- * its first motion against: from exactly zero, a step's estimate is the
- * same fraction of that motion at every step length (h/2 of a velocity's
- * rise against reltol h of it), as at a start from rest, and the step
- * that sets it moving goes untested in it.  A mass that a corner of a
- * PULSE set moving through a coil, beside another that a force had
- * moved all along, had its first step cut to 1e-16 s (charge
- * formulation). */
+/* A coordinate that no force has pushed so far (its net force never
+ * above the rounding of the largest term in it: at rest, or in a static
+ * equilibrium of a spring against a coil's DC force) has no size of its
+ * own to measure its motion against: its velocity and force so far are
+ * rounding, and a tolerance a millionth of those cut a linear circuit's
+ * steps to 1e-8 s, every other step rejected (a coil at its operating
+ * point, flux formulation: 10^6 steps a millisecond).  And from exactly
+ * zero, a step's estimate is the same fraction of the first motion at
+ * every step length (h/2 of a velocity's rise against reltol h of it),
+ * as at a start from rest: a mass that a PULSE's corner set moving
+ * through a coil, beside one that a force had moved all along, had that
+ * step cut to 1e-16 s.  Such a coordinate goes untested until a force
+ * has pushed it; then its peaks give it a size. */
 static void mech_tolerances(emn_integ *it, int j0, int j1)
 {
     int ne = it->f->ne, nm = it->n - ne;
     double k = 1e-3 * it->o.reltol;
     for (int j = j0 > ne ? j0 : ne; j < j1; j++) {
         const double *pk = it->peak + (j - ne);
-        bool still = pk[nm] == 0 && pk[2 * nm] == 0 && pk[3 * nm] == 0;
+        bool still = pk[3 * nm] <= 64 * DBL_EPSILON * pk[4 * nm];
         it->tol_zy[j - ne] = 1e-30;
         it->tol_zd[j - ne] = still ? INFINITY : k * pk[2 * nm] + 1e-30;
         it->tol_py[j - ne] = still ? INFINITY : k * pk[nm] + 1e-30;
@@ -1005,7 +1009,7 @@ emn_integ *emn_integ_new(emn_form *f, const emn_integ_opts *o)
     it->w_right = emn_xcalloc(sz, sizeof(double));
     it->F_right = emn_xcalloc(sz, sizeof(double));
     it->hp = emn_xcalloc(sz, sizeof(double));
-    it->peak = emn_xcalloc(4 * ((size_t)(n - f->ne) + 1), sizeof(double));
+    it->peak = emn_xcalloc(5 * ((size_t)(n - f->ne) + 1), sizeof(double));
     it->zused = emn_xcalloc(sz, sizeof(bool));
     emn_form_z_used(f, it->zused);
     it->src_next = emn_xcalloc((size_t)f->nsrc + 1, sizeof(double));
@@ -2340,6 +2344,7 @@ static void peaks_half(void *arg, int half)
         pk[nm] = max_num(pk[nm], fabs(it->p[0][j]));
         pk[2 * nm] = max_num(pk[2 * nm], fabs(it->w[0][j]));
         pk[3 * nm] = max_num(pk[3 * nm], fabs(it->F[0][j]));
+        pk[4 * nm] = max_num(pk[4 * nm], it->scale[j]);
     }
     mech_tolerances(it, j0, j1);
 }
@@ -2708,7 +2713,7 @@ int emn_integ_start(emn_integ *it, double t0, const double *z0, const double *p0
     it->h = it->hprev = 0;
     for (int s = 0; s < f->nsrc; s++) it->src_next[s] = -INFINITY;
     it->next_bp = next_break(it, t0);
-    memset(it->peak, 0, 4 * (size_t)(n - f->ne) * sizeof(double));
+    memset(it->peak, 0, 5 * (size_t)(n - f->ne) * sizeof(double));
     mech_peaks(it);
     return 0;
 }
