@@ -1,5 +1,6 @@
 #!/bin/sh
-# random.sh: random RLC circuits through emnet and through ngspice.
+# random.sh: random RLC and electromechanical circuits through emnet and
+# through ngspice.
 #
 # RANDOM_DECKS circuits (default 100) of 3 to 7 nodes, drawn by a
 # generator of our own (Park and Miller's, so every awk draws the same
@@ -9,6 +10,11 @@
 # from rest (uic) or from the operating point.  Circuits like these found
 # the dead ends, the corners met at rest and the drifting flux linkages
 # of the notes in form.c and integ.c.
+#
+# A second family, of linear electromechanical circuits (gen_em: coils
+# between a driven network and masses on springs and dampers), runs
+# through ngspice as its mobility analogue (to_spice), step capped at
+# 2.5 us; its velocities are a kind of their own.
 #
 # Each runs through ngspice at reltol 1e-6 (its step capped at 50 ns):
 # the reference.  emnet runs it in both formulations at its default
@@ -30,6 +36,12 @@ N=${RANDOM_DECKS:-100}
 # coupled by K untested), 150, 151 and 214 (inductors that carry no
 # current: the measure's floor)
 ALSO=${RANDOM_ALSO-"106 138 150 151 214 228"}
+# The electromechanical family: RANDOM_EM_DECKS circuits (default 60),
+# and past them RANDOM_EM_ALSO (default 147 and 187, which stopped the
+# charge formulation, as 31 and 46 did both, and 39 took 10^6 steps a
+# millisecond, until 2ffe5fc and 2e3570b; 1 was 0.32 off until 39ef509)
+NEM=${RANDOM_EM_DECKS:-60}
+ALSO_EM=${RANDOM_EM_ALSO-"147 187"}
 
 # Known to fail: 266, whose reference is wrong: its operating point has a
 # node that only a capacitor meets, ngspice starts from its
@@ -39,8 +51,18 @@ ALSO=${RANDOM_ALSO-"106 138 150 151 214 228"}
 # formulation (integ.c, kernel_setup) and 138 erred there by 1.6 of an
 # inductor's current (the inductors a K couples had no branch test:
 # form.c, term_reads) until 2026-11-28.
-KNOWN="266:charge 266:flux"
-KNOWN_WHY="ngspice's reference does not start from the operating point"
+# Electromechanical circuit 23 (a coil whose loop has no inductance, its
+# mass without one either, at its operating point): the consistent start
+# leaves the mass's velocity 3.6e-6 m/s off 0 (the step of 1e-9 hmax
+# moves x by less than its rounding, through which alone the loop reads
+# it), and the rule then alternates it by 1.1e-6 m/s, undamped; against
+# the reference's 6e-14 m/s that is 3600 times the floor.  (Circuit 193
+# of the family, past the default 60: the flux formulation's steps of
+# 25 us across a mass-less coil's 16 us time constant leave the output
+# between them 0.55 of the velocity's peak off; ngspice's default run
+# 0.105.)
+KNOWN="266:charge 266:flux e23:charge e23:flux e193:flux"
+KNOWN_WHY="ngspice's reference does not start from the operating point (266), or known (e23, e193)"
 
 if ! command -v ngspice >/dev/null 2>&1; then
     skip "random circuits: emnet agrees with ngspice" "ngspice not installed"
@@ -97,6 +119,89 @@ gen() {
     }'
 }
 
+# gen_em SEED: one linear electromechanical circuit on standard output:
+# 2 to 4 electrical nodes driven by a voltage source, 1 to 3 mechanical
+# nodes with masses (most), springs and dampers, sometimes a force on
+# the first, and one or two moving coils, each behind its own
+# resistance, between them
+gen_em() {
+    awk -v seed="$1" -v title="$1" '
+    function rnd() { seed = (seed * 16807) % 2147483647; return seed / 2147483647 }
+    function pick(list,   n, a) { n = split(list, a, " "); return a[int(rnd() * n) + 1] }
+    function enode(z) { k = int(rnd() * (ne + z)); return k >= ne ? "0" : "n" (k + 1) }
+    function mnode(z) { k = int(rnd() * (nm + z)); return k >= nm ? "0" : "m" (k + 1) }
+    BEGIN {
+        seed = seed * 7919 % 2147483647 + 1
+        for (i = 0; i < 3; i++) rnd()
+        ne = 2 + int(rnd() * 3); nm = 1 + int(rnd() * 3)
+        print "random electromechanical circuit " title
+        fn = pick("SIN PULSE PWL DC SIN")
+        if (fn == "SIN") f = "SIN(0 " pick("1 10") " " pick("20 50 100 200") ")"
+        else if (fn == "PULSE") f = "PULSE(0 " pick("1 10") " 2m " pick("10u 1m") " " pick("10u 1m") " 10m 30m)"
+        else if (fn == "PWL") f = "PWL(0 0 5m 1 20m -1 30m 0)"
+        else f = "DC " pick("1 5")
+        print "V1 n1 0 " f
+        if (rnd() < 0.3) { k = int(rnd() * 3)
+            print "F1 m1 0 " (k == 0 ? "SIN(0 1 30)" : k == 1 ? "PULSE(0 1 5m 1m 1m 10m 40m)" : "DC 0.5") }
+        nt = 1 + int(rnd() * 2)
+        for (t = 1; t <= nt; t++) {
+            ea = "n" (1 + int(rnd() * ne)); eb = enode(1); if (eb == ea) eb = "0"
+            ma = "m" (1 + int(rnd() * nm)); mb = mnode(2); if (mb == ma) mb = "0"
+            print "Rc" t " " ea " c" t " " pick("1 4 8")
+            print "T" t " c" t " " eb " " ma " " mb " " pick("0.5 2 5 10")
+        }
+        nb = ne + int(rnd() * ne)
+        nind = 0
+        for (e = 0; e < nb; e++) {
+            a = "n" (1 + int(rnd() * ne)); b = enode(1); if (b == a) b = "0"
+            tp = pick("R R L C")
+            if (a == "n1" && b == "0" && tp != "R") tp = "R"
+            if (tp == "R") v = pick("1 4 10 100")
+            else if (tp == "L") v = pick("1m 3m 10m")
+            else v = pick("10u 100u 1m")
+            print tp e " " a " " b " " v
+            if (tp == "L") ind[++nind] = "L" e
+            used[a] = used[b] = 1
+        }
+        for (i = 1; i <= ne; i++) if (rnd() < 0.5 || !(("n" i) in used)) print "Rg" i " n" i " 0 " pick("100 1k 10k")
+        for (i = 1; i <= nm; i++) {
+            if (rnd() < 0.85) print "M" i " m" i " " pick("0.01 0.05 0.2 1")
+            b = mnode(2); if (b == "m" i) b = "0"
+            print "S" i " m" i " " b " " pick("100 1k 1e4")
+            b = mnode(2); if (b == "m" i) b = "0"
+            if (rnd() < 0.7) print "D" i " m" i " " b " " pick("0.1 1 10")
+        }
+        if (nm >= 2 && rnd() < 0.5) print "S9 m1 m2 " pick("100 1k")
+        print ".tran 50u 50m" (rnd() < 0.7 ? " uic" : "")
+        printf ".print tran"
+        for (i = 1; i <= ne; i++) printf " v(n%d)", i
+        for (i = 1; i <= nm; i++) printf " v(m%d)", i
+        for (i = 1; i <= nind; i++) printf " i(%s)", tolower(ind[i])
+        print ""
+        print ".end"
+    }'
+}
+
+# to_spice: an electromechanical netlist (standard input) as its mobility
+# analogue, velocity as voltage and force as current: a mass as a
+# capacitor to ground, a spring of stiffness k as an inductor of 1/k, a
+# damper b as a resistor of 1/b, a force as a current source into its
+# first node, and a coil of constant T as a VCVS of T times the velocity
+# difference, a 0 V source sensing its current i, and a CCCS of T i
+# into its first mechanical node.  The mechanical nodes keep their
+# names, so v(m) is the velocity in both.
+to_spice() {
+    awk 'NR == 1 { print; next }
+         { t = toupper(substr($1, 1, 1)); nm = tolower($1) }
+         t == "M" { print "C_" nm, $2, 0, $3; next }
+         t == "S" { print "L_" nm, $2, $3, "{1/" $4 "}"; next }
+         t == "D" { print "R_" nm, $2, $3, "{1/" $4 "}"; next }
+         t == "F" { src = $0; sub(/^ *[^ ]+ +[^ ]+ +[^ ]+ */, "", src); print "I_" nm, $3, $2, src; next }
+         t == "T" { print "E_" nm, $2, "x_" nm, $4, $5, $6; print "V_" nm, "x_" nm, $3, 0
+                    print "F_" nm, $5, $4, "V_" nm, $6; next }
+         { print }'
+}
+
 # ngspice DECK OUT EXTRA-OPTIONS TMAX SIGNALS: ngspice's result as a table
 # (status 1: none; 2: one that does not start from an operating point)
 ngspice_run() {
@@ -130,7 +235,7 @@ ngspice_run() {
 deck_error() {
     awk -v kinds="$3" '
         function abs(x) { x += 0; return x < 0 ? -x : x }
-        BEGIN { pk["v"] = 1e-6; pk["i"] = 1e-9 }
+        BEGIN { pk["v"] = 1e-6; pk["i"] = 1e-9; pk["u"] = 1e-9 }
         NR == FNR { if ($1 !~ /^[-+0-9.]/) next; k = sprintf("%.6e", $1); for (i = 2; i <= NF; i++) R[k, i] = $i
                     for (i = 2; i <= NF; i++) { c = substr(kinds, i - 1, 1); if (abs($i) > pk[c]) pk[c] = abs($i) } next }
         $1 !~ /^[-+0-9.]/ { next }
@@ -139,42 +244,46 @@ deck_error() {
         END { if (rows < 100) print "rows"; else printf "%.3g\n", w }' "$2" "$1"
 }
 
-# circuits 1 to N, and beyond N those that found faults
-for s in $(awk -v n="$N" -v also="$ALSO" 'BEGIN { for (i = 1; i <= n; i++) print i
-                                                  k = split(also, a, " "); for (i = 1; i <= k; i++) if (a[i] > n) print a[i] }'); do
-    deck="$WORK/r$s.cir"
-    gen "$s" >"$deck"
+# one_deck LABEL KEY DECK SPICE TMAX KINDS [STRICT]: DECK through emnet in
+# both formulations, against SPICE (DECK itself, or its analogue) through
+# ngspice with its step capped at TMAX; KINDS one letter per printed
+# signal (v, i, or u for a mechanical velocity); KEY names it in KNOWN.
+# STRICT: no reference from a pseudo-transient (below).
+one_deck() {
+    local label=$1 key=$2 deck=$3 spice=$4 tmax=$5 kinds=$6 strict=${7:-} sigs opt shunt ng eng form name e st why
     sigs=$(awk 'tolower($1) == ".print" { for (i = 3; i <= NF; i++) printf "%s ", $i }' "$deck")
-    kinds=$(for x in $sigs; do printf '%s' "${x%%(*}"; done)
     # Where ngspice finds no operating point (a node that only a
     # capacitor meets leaves its matrix singular), it starts from the end
     # of a pseudo-transient, which need not be a steady state: both its
     # runs are then made again with 1e12 ohm from every node to ground
     # (rshunt), and where those fail too (an inductor loop's current
     # stays singular; at reltol 1e-6 a shunted run can stop), the
-    # pseudo-transient's start stands.
+    # pseudo-transient's start stands, or with STRICT there is no
+    # reference (the mobility analogue of springs that close a loop, or
+    # of a free mass under a DC force, is such a loop).
     opt="reltol=1e-6 abstol=1e-15 vntol=1e-12 chgtol=1e-20"
     shunt=
-    ngspice_run "$deck" "$WORK/ref" "$opt" 50n $sigs
+    ngspice_run "$spice" "$WORK/ref" "$opt" "$tmax" $sigs
     ng=$?
     if [ $ng -eq 2 ]; then
-        if ngspice_run "$deck" "$WORK/ref" "$opt rshunt=1e12" 50n $sigs; then
+        if ngspice_run "$spice" "$WORK/ref" "$opt rshunt=1e12" "$tmax" $sigs; then
             shunt=rshunt=1e12
-        else
-            ngspice_run "$deck" "$WORK/ref" "$opt" 50n $sigs
+            ng=0
+        elif [ -z "$strict" ]; then
+            ngspice_run "$spice" "$WORK/ref" "$opt" "$tmax" $sigs
+            ng=0
         fi
-        ng=0
     fi
     if [ $ng -ne 0 ]; then
-        skip "random circuit $s: emnet agrees with ngspice" "ngspice does not run it"
-        continue
+        skip "$label: emnet agrees with ngspice" "ngspice $([ $ng -eq 2 ] && echo "finds no operating point" || echo "does not run it")"
+        return
     fi
-    ngspice_run "$deck" "$WORK/def" "$shunt" "" $sigs
+    ngspice_run "$spice" "$WORK/def" "$shunt" "" $sigs
     [ $? -ne 1 ] || : >"$WORK/def"
     eng=$(deck_error "$WORK/def" "$WORK/ref" "$kinds")
     case $eng in *[!0-9.e+-]*|'') eng=1 ;; esac
     for form in charge flux; do
-        name="random circuit $s, $form"
+        name="$label, $form"
         run_emnet -q -form $form -tran "$deck"
         if [ $rc -eq 1 ] || { [ $rc -eq 3 ] && printf '%s' "$err" | grep -q "no steady state"; }; then
             skip "$name: emnet agrees with ngspice" "$(printf '%s' "$err" | grep -m1 error: | sed 's/.*error: //')"
@@ -189,10 +298,29 @@ for s in $(awk -v n="$N" -v also="$ALSO" 'BEGIN { for (i = 1; i <= n; i++) print
         awk -v e="$e" -v n="$eng" 'BEGIN { exit !(e != "rows" && (e <= 2 * n || (n < 1e-3 && e <= 2e-3))) }'
         st=$?
         why=
-        case " $KNOWN " in *" $s:$form "*) why=$KNOWN_WHY ;; esac
+        case " $KNOWN " in *" $key:$form "*) why=$KNOWN_WHY ;; esac
         check_or_todo $st "$name: within twice ngspice's own default error of the reference" \
             "$(printf 'error %s of the largest of its kind; ngspice default run: %s\n%s' "$e" "$eng" "$(cat "$deck")")" "$why"
     done
+}
+
+# seeds COUNT EXTRA: 1 to COUNT, then those of EXTRA past COUNT
+seeds() {
+    awk -v n="$1" -v also="$2" 'BEGIN { for (i = 1; i <= n; i++) print i
+                                        k = split(also, a, " "); for (i = 1; i <= k; i++) if (a[i] > n) print a[i] }'
+}
+
+for s in $(seeds "$N" "$ALSO"); do
+    gen "$s" >"$WORK/r$s.cir"
+    kinds=$(awk 'tolower($1) == ".print" { for (i = 3; i <= NF; i++) printf "%s", substr($i, 1, 1) }' "$WORK/r$s.cir")
+    one_deck "random circuit $s" "$s" "$WORK/r$s.cir" "$WORK/r$s.cir" 50n "$kinds"
+done
+
+for s in $(seeds "$NEM" "$ALSO_EM"); do
+    gen_em "$s" >"$WORK/e$s.cir"
+    to_spice <"$WORK/e$s.cir" >"$WORK/e$s.sp"
+    kinds=$(awk 'tolower($1) == ".print" { for (i = 3; i <= NF; i++) printf "%s", $i ~ /^v\(m/ ? "u" : substr($i, 1, 1) }' "$WORK/e$s.cir")
+    one_deck "random electromechanical circuit $s" "e$s" "$WORK/e$s.cir" "$WORK/e$s.sp" 2.5u "$kinds" strict
 done
 
 done_testing
