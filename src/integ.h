@@ -77,6 +77,7 @@ typedef struct emn_integ {
     int cache_cap;          /* entries used: fewer for large circuits */
     double *dw, *scale, *wtry, *ztry, *ptry, *Ftry, *hz, *hp;
     int min_iter;           /* Newton iterations before convergence may be declared */
+    double stall_max;       /* the largest update (in tolerances) of a linear solve that stalls */
     /* at a breakpoint, the velocities and momentum rates the next step
      * starts from (they jump with a source's slope); w[0], F[0] keep the
      * values the landing step computed, which the outputs show */

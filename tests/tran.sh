@@ -849,6 +849,43 @@ I_CUT='A = 1e-3; w = 2 * 3.14159265358979324 * 1000; R1 = 100; R2 = 10; C = 1e-6
 closed_form i_cut 2e-3 "a current source into R || (C + R) and an inductor, from rest" \
     "the closed form at the default tolerances" "$I_CUT"
 
+# A DC current source from its operating point: nothing changes, so
+# every signal keeps its DC value, which the resistors alone set (L1
+# shorts n5 to n3, the capacitors carry nothing):
+#   v(n3) = v(n5) = -I / (1/R8 + 1/Rg5 + 1/Rg3),  v(n1) = v(n3) - I (R3 || R5),
+#   i(L1) = v(n3) / Rg3 - (v(n1) - v(n3)) / R5.
+# n6 meets only two capacitors, and L1 is coupled to L6 (k = 0.9): the
+# flux formulation's consistent start, at a = 1e9 / hmax, stalled at
+# updates of 0.7 to 9 tolerances and found no start (random circuit 347
+# of tests/random.sh's family, whose ngspice reference starts elsewhere:
+# n6 makes its operating point singular).
+cat >"$WORK/dc_float.cir" <<'EOF'
+DC current source, a floating capacitor node, coupled inductors
+I1 n1 0 DC 1m
+R0 n4 0 1
+L1 n5 n3 10m
+C2 n2 n6 10n
+R3 n1 n5 10k
+C4 n7 n2 1u
+R5 n1 n3 100
+L6 0 n4 10m
+C7 n5 n6 1u
+R8 n5 0 10k
+Rg2 n2 0 1k
+Rg3 n3 0 1k
+Rg4 n4 0 10k
+Rg5 n5 0 100k
+Rg7 n7 0 1k
+K1 L1 L6 0.9
+.tran 10u 2m
+.print tran v(n1) v(n3) v(n5) i(l1)
+.end
+EOF
+DC_FLOAT='v3 = -1e-3 / (1 / 1e4 + 1 / 1e5 + 1 / 1e3); v1 = v3 - 1e-3 / (1 / 1e4 + 1 / 100)
+    W["v(n1)"] = v1; W["v(n3)"] = v3; W["v(n5)"] = v3; W["i(l1)"] = v3 / 1e3 - (v1 - v3) / 100'
+closed_form dc_float 1e-5 "a DC source from its operating point, beside a floating capacitor node" \
+    "every signal at its DC value" "$DC_FLOAT"
+
 # Two capacitors in parallel across an inductor, fed from 1 V through
 # R1 = 1k from rest: a parallel RLC with C = 200n, L = 1m,
 #   v(n2) = V / (R C wd) e^(-a t) sin(wd t),  a = 1 / (2 R C),
