@@ -2861,6 +2861,16 @@ void emn_form_reads_rates(const emn_form *f, bool *reads)
     reached_by_rates(f, true, reads);
 }
 
+bool emn_cmat_row_cancels(const emn_cmat *M, int i, const signed char *s)
+{
+    double sum = 0, mag = 0;
+    for (int k = M->rptr[i]; k < M->rptr[i + 1]; k++) {
+        sum += M->val[k] * s[M->col[k]];
+        mag += fabs(M->val[k]);
+    }
+    return fabs(sum) <= 64 * DBL_EPSILON * mag;
+}
+
 /* The null vectors of the linear momenta's matrix dp/dw of the form s
  * (s_j = +-1 on a connected block of it, 0 elsewhere): a capacitor
  * between two nodes that nothing else gives capacitance (the flux
@@ -2909,15 +2919,7 @@ int emn_form_mass_kernel(const emn_form *f, int *ptr, int *idx, signed char *sig
                 }
             }
         }
-        for (int q = 0; q < tail && ok; q++) {
-            int i = queue[q];
-            double sum = 0, mag = 0;
-            for (int k = B->rptr[i]; k < B->rptr[i + 1]; k++) {
-                sum += B->val[k] * s[B->col[k]];
-                mag += fabs(B->val[k]);
-            }
-            ok = fabs(sum) <= 64 * DBL_EPSILON * mag;
-        }
+        for (int q = 0; q < tail && ok; q++) ok = emn_cmat_row_cancels(B, queue[q], s);
         if (!ok) continue;
         for (int q = 0; q < tail; q++) {
             idx[at] = queue[q];

@@ -389,6 +389,10 @@ int emn_form_mass_kernel(const emn_form *f, int *ptr, int *idx, signed char *sig
  * Its Lagrange equation is then the algebraic 0 = F_j. */
 void emn_form_momentum_const(const emn_form *f, bool *konst);
 
+/* Whether row i of M times the sign vector s (s[j] = +-1 or 0) cancels
+ * to the rounding of its terms. */
+bool emn_cmat_row_cancels(const emn_cmat *M, int i, const signed char *s);
+
 /* The branches that give an electrical coordinate's own value a size:
  * for a coordinate that only linear inductors, coupled or not (flux
  * formulation), or linear capacitors (charge formulation) read by value,

@@ -761,15 +761,7 @@ static void undamped_vectors(const emn_integ *it, const sign_vectors *sv, sign_v
             }
         }
         /* D s = 0 on every row the set reaches */
-        for (int h = 0; h < m && ok && grown; h++) {
-            int i = set[h];
-            double sum = 0, mag = 0;
-            for (int e = D->rptr[i]; e < D->rptr[i + 1]; e++) {
-                sum += D->val[e] * s[D->col[e]];
-                mag += fabs(D->val[e]);
-            }
-            ok = fabs(sum) <= 64 * DBL_EPSILON * mag;
-        }
+        for (int h = 0; h < m && ok && grown; h++) ok = emn_cmat_row_cancels(D, set[h], s);
         if (ok && grown) {
             for (int h = 0; h < m; h++) {
                 out->idx[at] = set[h];
