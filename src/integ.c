@@ -322,9 +322,8 @@ static void zread_free(zread_ws *ws)
  * ground, in the flux formulation) is left to kernel_setup, whose groups
  * also take the resistive nodes beside it (or, where the coordinates
  * change its momentum, to the rule alone: reads_values), unless nothing
- * damps it: a
- * constraint u'F(z, t) = 0 (kernel_rows_setup), which each step solves
- * afresh here, as the constant-momentum rows their own. */
+ * damps it: a constraint u'F(z, t) = 0 (kernel_rows_setup), which each
+ * step solves afresh here, as the constant-momentum rows their own. */
 static void null_setup(emn_integ *it, const sign_vectors *sv, bool only_constraints)
 {
     const emn_cmat *M = &it->f->lin[1];
@@ -710,6 +709,7 @@ static void undamped_vectors(const emn_integ *it, const sign_vectors *sv, sign_v
     int *comp = emn_xmalloc(((size_t)n + 1) * sizeof(int)), *set = emn_xmalloc(((size_t)n + 1) * sizeof(int));
     signed char *csg = emn_xcalloc((size_t)n + 1, 1), *s = emn_xcalloc((size_t)n + 1, 1);
     bool *used = emn_xcalloc((size_t)nv + 1, sizeof(bool)), *in = emn_xcalloc((size_t)nv + 1, sizeof(bool));
+    int *took = emn_xmalloc(((size_t)nv + 1) * sizeof(int));       /* the vectors in[] holds */
     for (int j = 0; j < n; j++) comp[j] = -1;
     for (int k = 0; k < nv; k++)
         for (int q = sv->ptr[k]; q < sv->ptr[k + 1]; q++) {
@@ -721,9 +721,10 @@ static void undamped_vectors(const emn_integ *it, const sign_vectors *sv, sign_v
     out->ptr[0] = 0;
     for (int k = 0; k < nv; k++) {
         if (used[k]) continue;
-        int m = 0;
+        int m = 0, nin = 0;
         bool ok = true, grown = false;
         in[k] = true;
+        took[nin++] = k;
         for (int q = sv->ptr[k]; q < sv->ptr[k + 1]; q++) {
             s[sv->idx[q]] = sv->sign[q];
             set[m++] = sv->idx[q];
@@ -749,6 +750,7 @@ static void undamped_vectors(const emn_integ *it, const sign_vectors *sv, sign_v
                             set[m++] = sv->idx[q];
                         }
                         in[kk] = true;
+                        took[nin++] = kk;
                         grown = true;
                     } else if (!it->inertia[c] && m < EMN_NULL_MAX) {
                         s[c] = want;
@@ -767,7 +769,7 @@ static void undamped_vectors(const emn_integ *it, const sign_vectors *sv, sign_v
                 out->idx[at] = set[h];
                 out->sign[at++] = s[set[h]];
             }
-            for (int kk = 0; kk < nv; kk++) used[kk] = used[kk] || in[kk];
+            for (int t = 0; t < nin; t++) used[took[t]] = true;
         } else {
             for (int q = sv->ptr[k]; q < sv->ptr[k + 1]; q++) {
                 out->idx[at] = sv->idx[q];
@@ -777,9 +779,9 @@ static void undamped_vectors(const emn_integ *it, const sign_vectors *sv, sign_v
         }
         out->ptr[++out->n] = at;
         for (int h = 0; h < m; h++) s[set[h]] = 0;
-        for (int kk = 0; kk < nv; kk++) in[kk] = false;
+        for (int t = 0; t < nin; t++) in[took[t]] = false;
     }
-    free(comp); free(set); free(csg); free(s); free(used); free(in);
+    free(comp); free(set); free(csg); free(s); free(used); free(in); free(took);
     free(DC.cp); free(DC.cr); free(DC.cv);
 }
 
