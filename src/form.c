@@ -322,7 +322,9 @@ static int check_cutsets(const emn_circuit *c, const egraph *eg, const emn_fores
 }
 
 /* Voltage sources and coils fix the flux of their branch; a loop of them
- * over-determines it. */
+ * over-determines it.  (Where a coil is in the loop, the sources would
+ * set its velocity instead, a constraint on the mechanism that the
+ * formulations do not take.) */
 static int check_vloops(const emn_circuit *c, const egraph *eg, emn_diag *d)
 {
     int nb = eg->g.nbranches;
@@ -348,9 +350,17 @@ static int check_vloops(const emn_circuit *c, const egraph *eg, emn_diag *d)
             for (int k2 = 0; k2 < len; k2++) el[k2] = eg->elem[br[k2]];
             el[len > 0 ? len : 0] = eg->elem[b];
             char *names = name_list(c, el, (len > 0 ? len : 0) + 1);
-            emn_diag_error(d, c->elems.v[eg->elem[b]].loc,
-                           "voltage sources and coils %s form a loop: their voltages over-determine it",
-                           names);
+            bool coil = false;
+            for (int k2 = 0; k2 <= (len > 0 ? len : 0); k2++) coil = coil || c->elems.v[el[k2]].kind == EMN_T;
+            if (coil)
+                emn_diag_error(d, c->elems.v[eg->elem[b]].loc,
+                               "voltage sources and coils %s form a loop: the sources would set the coils' "
+                               "velocities, which emnet does not take (put the coil's resistance or "
+                               "inductance in series with it)", names);
+            else
+                emn_diag_error(d, c->elems.v[eg->elem[b]].loc,
+                               "voltage sources and coils %s form a loop: their voltages over-determine it",
+                               names);
             free(names);
             free(el);
             free(br);

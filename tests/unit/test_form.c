@@ -932,14 +932,17 @@ static const bad_case bad_cases[] = {
      "voltage sources and coils v1 and v2 form a loop: their voltages over-determine it", NULL},
     {"a voltage source across a coil",
      "vtloop\nV1 1 0 1\nT1 1 0 m 0 2\nM1 m 1\nR1 1 0 1\n",
-     "voltage sources and coils v1 and t1 form a loop: their voltages over-determine it", NULL},
+     "voltage sources and coils v1 and t1 form a loop: the sources would set the coils' velocities, "
+     "which emnet does not take (put the coil's resistance or inductance in series with it)", NULL},
     {"a loop of two sources and a coil",
      "vvtloop\nR1 2 0 1\nV1 1 0 1\nV2 2 1 1\nT1 2 0 m 0 2\nM1 m 1\n",
      /* named in the order the loop runs: V2 (2->1), V1 (1->0), T1 (0->2) */
-     "voltage sources and coils v2, v1 and t1 form a loop: their voltages over-determine it", NULL},
+     "voltage sources and coils v2, v1 and t1 form a loop: the sources would set the coils' velocities, "
+     "which emnet does not take (put the coil's resistance or inductance in series with it)", NULL},
     {"a loop of two sources and a coil, resistor last",
      "vvtloop2\nV1 1 0 1\nV2 2 1 1\nT1 2 0 m 0 2\nM1 m 1\nR1 2 0 1\n",
-     "voltage sources and coils v2, v1 and t1 form a loop: their voltages over-determine it", NULL},
+     "voltage sources and coils v2, v1 and t1 form a loop: the sources would set the coils' velocities, "
+     "which emnet does not take (put the coil's resistance or inductance in series with it)", NULL},
     {"mechanical node moved only by a force",
      "freeforce\nV1 1 0 1\nR1 1 2 1\nC1 2 0 1\nF1 m 0 1\n",
      "nothing stores energy or dissipates at mechanical node 'm': only sources act on it", NULL},
