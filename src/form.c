@@ -2791,21 +2791,14 @@ int emn_form_gauges(const emn_form *f, int *ptr, int *idx)
     /* each row's entries within the set cancel, or the set is pinned (an
      * inductor to ground, or to a node a voltage source sets, reads one
      * node's flux linkage alone) */
-    double *sum = emn_xcalloc((size_t)n + 1, sizeof(double)), *mag = emn_xcalloc((size_t)n + 1, sizeof(double));
+    signed char *ones = emn_xmalloc((size_t)n + 1);
+    memset(ones, 1, (size_t)n + 1);
     for (int q = 0; q <= 2; q += 2) {
         const emn_cmat *M = &f->lin[q];
-        for (int r = 0; r < M->nrows; r++) {
-            int i = M->rows[r];
-            for (int e = M->rptr[i]; e < M->rptr[i + 1]; e++) {
-                sum[i] += M->val[e];
-                mag[i] += fabs(M->val[e]);
-            }
-            if (!(fabs(sum[i]) <= 64 * DBL_EPSILON * mag[i])) pinned[emn_dsu_find(&up, i)] = true;
-            sum[i] = mag[i] = 0;
-        }
+        for (int r = 0; r < M->nrows; r++)
+            if (!emn_cmat_row_cancels(M, M->rows[r], ones)) pinned[emn_dsu_find(&up, M->rows[r])] = true;
     }
-    free(sum);
-    free(mag);
+    free(ones);
     /* the free sets, numbered by their first coordinate, each in
      * coordinate order */
     int *num = emn_xmalloc(((size_t)n + 1) * sizeof(int)), *at = emn_xmalloc(((size_t)n + 1) * sizeof(int));

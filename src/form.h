@@ -397,8 +397,9 @@ bool emn_cmat_row_cancels(const emn_cmat *M, int i, const signed char *s);
  * for a coordinate that only linear inductors, coupled or not (flux
  * formulation), or linear capacitors (charge formulation) read by value,
  * the slots of those branches, whose values are flux linkages (L i, with
- * the mutual parts) or charges C v; none for any other coordinate.  CSR: coordinate j's slots are
- * (*sl)[ptr[j] .. ptr[j+1]-1]; ptr has n + 1 entries, *sl is malloc'd. */
+ * the mutual parts) or charges C v; none for any other coordinate.
+ * CSR: coordinate j's slots are (*sl)[ptr[j] .. ptr[j+1]-1]; ptr has
+ * n + 1 entries, *sl is malloc'd. */
 void emn_form_value_slots(const emn_form *f, int *ptr, int **sl);
 
 /* How the sources' integrals S are made at the times set from now on:

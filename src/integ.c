@@ -664,6 +664,16 @@ static void combine(const emn_cmat *M, const col_mat *C, const sign_vectors *sv,
     }
 }
 
+/* Appends vector k of sv to out, whose entries so far end at *at. */
+static void sv_append(sign_vectors *out, const sign_vectors *sv, int k, int *at)
+{
+    for (int q = sv->ptr[k]; q < sv->ptr[k + 1]; q++) {
+        out->idx[*at] = sv->idx[q];
+        out->sign[(*at)++] = sv->sign[q];
+    }
+    out->ptr[++out->n] = *at;
+}
+
 /* The null vectors of sv whose momentum the coordinates do not change
  * (reads_values), in out: kernel_setup's. */
 static void still_vectors(const emn_integ *it, const sign_vectors *sv, sign_vectors *out)
@@ -676,12 +686,7 @@ static void still_vectors(const emn_integ *it, const sign_vectors *sv, sign_vect
     for (int k = 0; k < sv->n; k++) {
         int q0 = sv->ptr[k], m = sv->ptr[k + 1] - q0;
         for (int q = 0; q < m; q++) u[q] = sv->sign[q0 + q];
-        if (reads_values(it, sv->idx + q0, u, m, &ws)) continue;
-        for (int q = 0; q < m; q++) {
-            out->idx[at] = sv->idx[q0 + q];
-            out->sign[at++] = sv->sign[q0 + q];
-        }
-        out->ptr[++out->n] = at;
+        if (!reads_values(it, sv->idx + q0, u, m, &ws)) sv_append(out, sv, k, &at);
     }
     free(u);
     zread_free(&ws);
@@ -769,15 +774,12 @@ static void undamped_vectors(const emn_integ *it, const sign_vectors *sv, sign_v
                 out->idx[at] = set[h];
                 out->sign[at++] = s[set[h]];
             }
+            out->ptr[++out->n] = at;
             for (int t = 0; t < nin; t++) used[took[t]] = true;
         } else {
-            for (int q = sv->ptr[k]; q < sv->ptr[k + 1]; q++) {
-                out->idx[at] = sv->idx[q];
-                out->sign[at++] = sv->sign[q];
-            }
+            sv_append(out, sv, k, &at);
             used[k] = true;
         }
-        out->ptr[++out->n] = at;
         for (int h = 0; h < m; h++) s[set[h]] = 0;
         for (int t = 0; t < nin; t++) in[took[t]] = false;
     }
