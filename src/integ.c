@@ -1547,9 +1547,41 @@ static void kernel_update(const emn_integ *it, double a, double *x)
  * it is at most this part of the tolerance. */
 #define EMN_SETTLED 0.01
 
+/* The predictor of a nonlinear step: w0 (the last velocities, or the
+ * right-hand ones after a breakpoint) plus the slope through the last two
+ * points, and the curvature through three once they all follow the last
+ * breakpoint.  Made in newton's first pass (SW_PREDICT). */
+typedef struct predictor {
+    const double *w0;
+    double hf;
+    bool slope, quad;
+    /* made by predictor_setup: with d1 = w[0] - w[1] and d0 = w[1] - w[2],
+     * the prediction is w0 + c1 d1 + q1 d1 - q0 d0 */
+    double c1, q1, q0;
+} predictor;
+
+static void predictor_setup(const emn_integ *it, predictor *P)
+{
+    double hf = P->hf;
+    P->c1 = P->slope ? hf / it->h : 0;
+    double q = P->quad ? hf * (hf + it->h) / (it->h + it->hprev) : 0;
+    P->q1 = P->quad ? q / it->h : 0;
+    P->q0 = P->quad ? q / it->hprev : 0;
+}
+
+/* Coordinate j's predicted velocity. */
+static inline double predicted(const emn_integ *it, const predictor *P, int j)
+{
+    if (!P->slope) return P->w0[j];
+    double d1 = it->w[0][j] - it->w[1][j], p = P->w0[j] + P->c1 * d1;
+    if (P->quad) p += P->q1 * d1 - P->q0 * (it->w[1][j] - it->w[2][j]);
+    return p;
+}
+
 /* The Newton iteration's passes over the coordinates, in halves. */
 enum {
     SW_START,       /* hz, hp and dw = -(a pt + hp - ft) at once (newton's `fs`) */
+    SW_PREDICT,     /* hz, hp, the predictor's w and z from it at once (`fs`, `pred`) */
     SW_Z0,          /* z = -hz / a: a linear step's coordinates at w = 0 */
     SW_RHS,         /* dw = -r(0) = -(a p + hp - F) there */
     SW_Z,           /* z = (w - hz) / a, up to a non-finite w (the predictor's, or
@@ -1563,7 +1595,8 @@ typedef struct sweep {
     emn_integ *it;
     double a, ia;           /* ia = 1 / a: a multiply per coordinate */
     const double *hz, *hp;
-    const step_formula *fs; /* SW_START's history formula */
+    const step_formula *fs; /* SW_START's and SW_PREDICT's history formula */
+    const predictor *pred;  /* SW_PREDICT's */
     int op;
     bool ok[2];             /* per half */
     int bad[2];             /* per half: its first non-finite coordinate, or -1 */
@@ -1600,8 +1633,9 @@ static inline __attribute__((always_inline)) int update_run(const sweep *S, int 
     for (int j = j0; j < j1; j++) {
         double wn = w[j] - dw[j];
         if (!isfinite(wn)) return j;
-        double r = fabs(dw[j]) / (rt * max_num(fabs(wn), fabs(w[j])) + wa[(j - o) * as]);
-        if (r > *norm) *norm = r;
+        /* a division only where the norm grows */
+        double d = fabs(dw[j]), tol = rt * max_num(fabs(wn), fabs(w[j])) + wa[(j - o) * as];
+        if (d > *norm * tol) *norm = d / tol;
         if (!apply) continue;
         w[j] = wn;
         z[j] = (wn - hz[j]) * ia;
@@ -1633,6 +1667,23 @@ static void sweep_half(void *arg, int h)
             hzw[j] = hist_at(a1, a2, b1, z0, z1, w0, j);
             hpw[j] = hpj;
             dw[j] = -(a * pt[j] + hpj - ft[j]);
+        }
+        break;
+    }
+    case SW_PREDICT: {
+        const double *z0 = it->z[0], *z1 = it->z[1], *w0 = it->w[0], *p0 = it->p[0], *p1 = it->p[1], *F0 = it->F[0];
+        double *hzw = (double *)S->hz, *hpw = (double *)S->hp;
+        double a1 = S->fs->a1, a2 = S->fs->a2, b1 = S->fs->b1;
+        for (int j = j0; j < j1; j++) {
+            double hzj = hist_at(a1, a2, b1, z0, z1, w0, j), wj = predicted(it, S->pred, j);
+            hzw[j] = hzj;
+            hpw[j] = hist_at(a1, a2, b1, p0, p1, F0, j);
+            w[j] = wj;
+            if (!isfinite(wj)) {
+                bad = j;
+                break;
+            }
+            z[j] = (wj - hzj) * ia;
         }
         break;
     }
@@ -1756,22 +1807,24 @@ static int step_check(sweep *S, lte_job *lte)
 /* Newton solve for w at t+h.  hz, hp: history parts; the iteration starts
  * from it->wtry, or, for a linear circuit with `direct`, from the exact
  * solve r(0) + J w = 0 (r is affine in w: one solve and one evaluation to
- * confirm, instead of evaluations at the predictor and at the solution).
+ * confirm, instead of evaluations at the predictor and at the solution),
+ * or with pred (a nonlinear step) from the predictor.
  * With fs (a linear step, `direct`, whose p and F at w = 0 are the time
- * parts on all but a few rows: emn_form_rest_rows), hz and hp are not
- * made yet: the first pass makes them from the step's formula fs, into
- * the caller's buffers, with the right-hand side.  With lte (a linear
+ * parts on all but a few rows: emn_form_rest_rows; or a nonlinear step,
+ * with pred), hz and hp are not made yet: the first pass makes them from
+ * the step's formula fs, into the caller's buffers, with the right-hand
+ * side or with the predictor and its z.  With lte (a linear
  * step, `direct`), the step's error test runs along with the check of
  * its solution.
  * On success the solution is in it->wtry/ztry/ptry/Ftry.  Returns 0, 1
  * (no convergence: retry smaller), or a failure code. */
 static int newton(emn_integ *it, double tnew, double a, const double *hz, const double *hp, bool direct,
-                  const step_formula *fs, lte_job *lte)
+                  const step_formula *fs, const predictor *pred, lte_job *lte)
 {
     emn_form *f = it->f;
     bool linear = emn_form_is_linear(f);
     emn_form_set_time(f, tnew);
-    sweep S = {it, a, 1 / a, hz, hp, fs, 0, {true, true}, {-1, -1}, {0, 0}};
+    sweep S = {it, a, 1 / a, hz, hp, fs, pred, 0, {true, true}, {-1, -1}, {0, 0}};
     bool dw_ok = false;
     double last = 0;            /* the last update's norm */
     bool keep = false;          /* the factored matrix may serve the next update */
@@ -1809,6 +1862,10 @@ static int newton(emn_integ *it, double tnew, double a, const double *hz, const 
         if (step_check(&S, lte) >= 0) return 1;
         iter = 1;
         checked = true;
+    } else if (pred) {
+        if (run(&S, SW_PREDICT) >= 0) return 1;
+        const_momentum_history(it, fs, (double *)hp, NULL);
+        null_history(it, fs, (double *)hp, NULL);
     } else if (run(&S, SW_Z) >= 0) {
         return 1;
     }
@@ -2594,13 +2651,13 @@ static int consistent_w(emn_integ *it, double t, const double *z0, const double 
      * second iteration refines it. */
     it->min_iter = wguess ? 1 : 2;
     it->stall_max = 16;
-    int rc = newton(it, t + h, a, it->hz, it->hp, false, NULL, NULL);
+    int rc = newton(it, t + h, a, it->hz, it->hp, false, NULL, NULL, NULL);
     if (rc != 0) {
         /* again with more iterations: a nonlinear start may need them */
         int saved = it->o.itl4;
         it->o.itl4 = saved < 50 ? 50 : saved;
         for (int j = 0; j < n; j++) it->wtry[j] = wguess ? wguess[j] : 0;
-        rc = newton(it, t + h, a, it->hz, it->hp, false, NULL, NULL);
+        rc = newton(it, t + h, a, it->hz, it->hp, false, NULL, NULL, NULL);
         it->o.itl4 = saved;
     }
     it->min_iter = 1;
@@ -2879,35 +2936,6 @@ static double ladder_floor(const emn_integ *it, double h)
     return fabs(l - h) <= 1e-9 * h ? h : l;
 }
 
-/* The predictor of a nonlinear step, in halves: w0 (the last velocities,
- * or the right-hand ones after a breakpoint) plus the slope through the
- * last two points, and the curvature through three once they all follow
- * the last breakpoint. */
-typedef struct predictor {
-    emn_integ *it;
-    const double *w0;
-    double hf;
-    bool slope, quad;
-} predictor;
-
-static void predict_half(void *arg, int half)
-{
-    const predictor *P = arg;
-    emn_integ *it = P->it;
-    int j0, j1;
-    half_range(it, half, &j0, &j1);
-    double hf = P->hf;
-    for (int j = j0; j < j1; j++) {
-        double d1 = P->slope ? (it->w[0][j] - it->w[1][j]) / it->h : 0;
-        double p = P->w0[j] + d1 * hf;
-        if (P->quad) {
-            double d0 = (it->w[1][j] - it->w[2][j]) / it->hprev;
-            p += hf * (hf + it->h) * (d1 - d0) / (it->h + it->hprev);
-        }
-        it->wtry[j] = p;
-    }
-}
-
 /* Whether no velocity jumps at the breakpoint just landed on, so that
  * the right-hand velocities and rates are the left-hand ones: a linear
  * circuit under the trapezoidal rule whose velocities all have inertia
@@ -3025,16 +3053,15 @@ int emn_integ_step(emn_integ *it, double tlimit)
          * pass; on more, that pass and the fix of those rows after it
          * would cost more than the evaluation they replace */
         bool fused = linear && emn_form_rest_rows(f) <= n / 16;
-        if (!fused) history(it, &s, hzbuf, hpbuf);
-        /* predictor: extrapolate the velocities linearly (from the
+        if (linear && !fused) history(it, &s, hzbuf, hpbuf);
+        /* a nonlinear step's predictor (a linear one solves from
+         * scratch): the velocities extrapolated linearly (from the
          * right-hand velocities after a breakpoint), or through the last
-         * three points once they all follow the last breakpoint */
-        if (!linear) {      /* a linear step solves from scratch */
-            predictor P = {it, it->have_right ? it->w_right : it->w[0], hf,
-                           it->npast >= 1 && !it->restart && it->h > 0,
-                           it->since_bp >= 3 && !it->restart && it->h > 0 && it->hprev > 0};
-            in_halves(it, predict_half, &P);
-        }
+         * three points once they all follow the last breakpoint; made,
+         * with the history, in newton's first pass */
+        predictor P = {it->have_right ? it->w_right : it->w[0], hf, it->npast >= 1 && !it->restart && it->h > 0,
+                       it->since_bp >= 3 && !it->restart && it->h > 0 && it->hprev > 0, 0, 0, 0};
+        predictor_setup(it, &P);
         it->nan_coord = -1;
         it->singular = false;
         /* a linear second-order step's error is tested along with the
@@ -3043,7 +3070,8 @@ int emn_integ_step(emn_integ *it, double tlimit)
         lte_job lte;
         bool with_lte = linear && s.order == 2 && it->npast > 0;
         if (with_lte) lte_setup(&lte, it, &s, hf);
-        int rc = newton(it, t + h, s.a, hzbuf, hpbuf, true, fused ? &s : NULL, with_lte ? &lte : NULL);
+        int rc = newton(it, t + h, s.a, hzbuf, hpbuf, true, fused || !linear ? &s : NULL, linear ? NULL : &P,
+                        with_lte ? &lte : NULL);
         if (rc != 0 && it->nan_coord >= 0 && !state_finite(it, t + h)) {
             /* NaN or Inf already at the last accepted state with the new
              * time: the sources made it, and no smaller step will help */
