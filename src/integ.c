@@ -1132,6 +1132,7 @@ emn_integ *emn_integ_new(emn_form *f, const emn_integ_opts *o)
      * hundredth of that; the residual test in double still decides
      * whether to refine. */
     if (emn_form_is_linear(f)) emn_lu_allow_single(it->lu, EMN_SINGLE_PART * o->reltol);
+    else emn_lu_values_change(it->lu);
     /* each cached factorization costs memory in proportion to the
      * circuit: sixteen for small circuits, down to two at 10^6 unknowns to
      * begin with; cache_slot lets it grow once the size of a factorization

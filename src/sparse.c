@@ -224,6 +224,7 @@ struct emn_lu {
     int *Ap, *Ai;
     double *Ax;
     bool borrow;
+    bool changing;          /* keeps no copy of the values (emn_lu_values_change) */
     bool valid;             /* num (or ldl) is a good factorization of Ax */
     double rcond;           /* of the last factorization, full or not */
     double rcond_full, rgrowth_full;    /* of the last full one */
@@ -485,7 +486,7 @@ static int factor_full(emn_lu *lu, const emn_sparse *A, int *bad_col)
      * comes (a linear operating point never refactors); one that keeps
      * none (it shares an analysis, or is a part) measures it now. */
     lu->rgrowth_full = -1;
-    if (lu->share || lu->is_part || lu->borrow) {
+    if (lu->share || lu->is_part || lu->borrow || lu->changing) {
         klu_rgrowth(A->Ap, A->Ai, A->Ax, lu->sym, lu->num, &lu->common);
         lu->rgrowth_full = lu->common.rgrowth;
     }
@@ -2295,9 +2296,10 @@ int emn_lu_factor(emn_lu *lu, const emn_sparse *A, int *bad_col)
     if (!same_pattern(lu, A)) analyze(lu, A);
     /* one that shares an analysis keeps no copy of the values: its user
      * (a cache by step size) asks only for new ones; nor does a part,
-     * whose whole matrix's LU has already compared them */
+     * whose whole matrix's LU has already compared them, nor one whose
+     * matrices all differ */
     size_t bytes = (size_t)A->nnz * sizeof *A->Ax;
-    if (!lu->share && !lu->is_part && !lu->borrow) {
+    if (!lu->share && !lu->is_part && !lu->borrow && !lu->changing) {
         if (lu->valid && memcmp(lu->Ax, A->Ax, bytes) == 0) return 0;
         if (lu->valid && !lu->use_ldl && !lu->use_parts && !lu->use_tiny && lu->rgrowth_full < 0) {  /* from the values it was factored with */
             klu_rgrowth(lu->Ap, lu->Ai, lu->Ax, lu->sym, lu->num, &lu->common);
@@ -2389,6 +2391,11 @@ void emn_lu_borrow(emn_lu *lu)
 {
     assert(lu->n < 0 && !lu->share);
     lu->borrow = true;
+}
+
+void emn_lu_values_change(emn_lu *lu)
+{
+    lu->changing = true;
 }
 
 void emn_lu_keep_pattern(emn_lu *lu)
