@@ -1835,6 +1835,24 @@ static void plan_moves(emn_form *f)
         f->move_at[l][f->nbatch] = mv[l].n;
         f->move[l] = mv[l].v;
     }
+    /* by row: a counting sort, which keeps each row's moves in order */
+    int n = f->n, nm = mv[MV_PF].n;
+    f->pf_ptr = emn_xcalloc((size_t)n + 2, sizeof(int));
+    f->pf_at = emn_xmalloc(((size_t)nm + 1) * sizeof(int));
+    f->pf_off = emn_xmalloc(((size_t)nm + 1) * sizeof(int));
+    f->pf_c = emn_xmalloc(((size_t)nm + 1) * sizeof(double));
+    for (int k = 0; k < nm; k++) f->pf_ptr[mv[MV_PF].v[k].to + 2]++;
+    for (int i = 0; i < n; i++) f->pf_ptr[i + 2] += f->pf_ptr[i + 1];
+    for (int b = 0; b < f->nbatch; b++) {
+        int m = f->terms.v[f->nonlinear[f->bat_start[b]]].m;
+        for (int k = f->move_at[MV_PF][b]; k < f->move_at[MV_PF][b + 1]; k++) {
+            const emn_move *s = &mv[MV_PF].v[k];
+            int q = f->pf_ptr[s->to + 1]++;
+            f->pf_at[q] = (int)((size_t)b * f->bout_stride) + s->from;
+            f->pf_off[q] = m * B;
+            f->pf_c[q] = s->c;
+        }
+    }
 }
 
 /* The rows the time couplings reach, each once, for time_parts; pt and
@@ -2129,6 +2147,7 @@ void emn_form_free(emn_form **pf)
         free(f->move[l]);
         free(f->move_at[l]);
     }
+    free(f->pf_ptr); free(f->pf_at); free(f->pf_off); free(f->pf_c);
     duals_free(&f->duals);
     free(f->scratch);
     free(f->bout);
@@ -2545,6 +2564,33 @@ int emn_form_eval(emn_form *f, const double *z, const double *w, double *p, doub
             }
     }
     return 0;
+}
+
+void emn_form_eval_open(emn_form *f, const double *z, const double *w, double *p, double *F, double *scale)
+{
+    lin_part L = {f, z, w, p, F, scale, false, f->nbatch > 0 ? f : NULL};
+    eval_linear(&L);
+}
+
+void emn_form_close_rows(const emn_form *f, int i0, int i1, double *p, double *F, double *scale)
+{
+    if (!f->pf_ptr) return;
+    const int *ptr = f->pf_ptr, *at = f->pf_at, *off = f->pf_off;
+    const double *c = f->pf_c, *out = f->bout;
+    for (int i = i0; i < i1; i++) {
+        int k0 = ptr[i], k1 = ptr[i + 1];
+        if (k0 == k1) continue;
+        double pi = p[i], Fi = F[i], si = scale[i];
+        for (int k = k0; k < k1; k++) {
+            double pa = out[at[k]], Fa = out[at[k] + off[k]];
+            pi += c[k] * pa;
+            Fi += c[k] * Fa;
+            si += fabs(c[k]) * (fabs(pa) + fabs(Fa));
+        }
+        p[i] = pi;
+        F[i] = Fi;
+        scale[i] = si;
+    }
 }
 
 /* Row i's entries of M from *r, as row_add with the magnitudes, for

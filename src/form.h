@@ -217,6 +217,11 @@ typedef struct emn_form {
      * matrices go; in the order the terms, slots and coefficients come. */
     emn_move *move[4];
     int *move_at[4];
+    /* the p and F results' moves again, by the row they go to (rows i's
+     * from pf_ptr[i] to pf_ptr[i + 1], in the order of move[MV_PF]):
+     * from bout + pf_at[k] (p) and bout + pf_at[k] + pf_off[k] (F) */
+    int *pf_ptr, *pf_at, *pf_off;
+    double *pf_c;
     double *scratch;    /* per-term local workspace */
     /* each batch's results, one row of lanes a result, from bout +
      * b * bout_stride; batches [0, bat_mid) and [bat_mid, nbatch) are
@@ -263,6 +268,15 @@ void emn_form_set_dc(emn_form *f, double scale);
  */
 int emn_form_eval(emn_form *f, const double *z, const double *w, double *p, double *F,
                   double *scale, int *bad_term);
+/* emn_form_eval in two parts, for a caller that tests each row after it
+ * (the Newton iteration): the open part leaves each row's linear sums and
+ * the nonlinear terms' results apart (scale is needed); then, once it has
+ * returned, emn_form_close_rows adds those results to rows [i0, i1), the
+ * same sums in the same order as emn_form_eval's, in any number of calls
+ * over disjoint ranges, side by side.  A non-finite result shows as a
+ * non-finite p or F, not named. */
+void emn_form_eval_open(emn_form *f, const double *z, const double *w, double *p, double *F, double *scale);
+void emn_form_close_rows(const emn_form *f, int i0, int i1, double *p, double *F, double *scale);
 
 /* A linear formulation's p and F at (z, w = 0) and the time last set:
  * cheaper than emn_form_eval, for the right-hand side of a linear step. */

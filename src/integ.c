@@ -1579,6 +1579,9 @@ static inline double predicted(const emn_integ *it, const predictor *P, int j)
     return p;
 }
 
+/* SW_CLOSE's block of rows. */
+#define EMN_CLOSE_BLOCK 1024
+
 /* The Newton iteration's passes over the coordinates, in halves. */
 enum {
     SW_START,       /* hz, hp and dw = -(a pt + hp - ft) at once (newton's `fs`) */
@@ -1588,6 +1591,7 @@ enum {
     SW_Z,           /* z = (w - hz) / a, up to a non-finite w (the predictor's, or
                      * a linear step's solved from J w = -r(0)) */
     SW_RESIDUAL,    /* dw = r(w), ok: within tolerance */
+    SW_CLOSE,       /* emn_form_close_rows, then SW_RESIDUAL, a block at a time */
     SW_UPDATE,      /* w -= dw, z from w, ok: dw within tolerance */
     SW_SIZE         /* SW_UPDATE's norm alone, w and z left as they are */
 };
@@ -1703,12 +1707,16 @@ static void sweep_half(void *arg, int h)
             z[j] = (w[j] - hz[j]) * ia;
         }
         break;
-    case SW_RESIDUAL: {
-        int je = etol_end(it, j0, j1);
-        bad = residual_run(S, j0, je, &it->etol[T_RES], 0, 0, &ok);
-        if (bad < 0) bad = residual_run(S, je, j1, it->res_abs, it->f->ne, 1, &ok);
+    case SW_RESIDUAL:
+    case SW_CLOSE:
+        /* SW_CLOSE's rows are tested while they are in cache */
+        for (int b = j0; b < j1 && bad < 0; b += EMN_CLOSE_BLOCK) {
+            int e = j1 - b > EMN_CLOSE_BLOCK ? b + EMN_CLOSE_BLOCK : j1, je = etol_end(it, b, e);
+            if (S->op == SW_CLOSE) emn_form_close_rows(it->f, b, e, it->ptry, it->Ftry, it->scale);
+            bad = residual_run(S, b, je, &it->etol[T_RES], 0, 0, &ok);
+            if (bad < 0) bad = residual_run(S, je, e, it->res_abs, it->f->ne, 1, &ok);
+        }
         break;
-    }
     case SW_UPDATE:
     case SW_SIZE: {
         int je = etol_end(it, j0, j1);
@@ -1871,17 +1879,15 @@ static int newton(emn_integ *it, double tnew, double a, const double *hz, const 
         return 1;
     }
     for (; iter <= it->o.itl4; iter++) {
-        int bad = -1;
         if (checked) {
             /* the residual itself, for the update, only if it failed */
             checked = false;
             if (!(S.ok[0] && S.ok[1]) && run(&S, SW_RESIDUAL) >= 0) return 1;
         } else {
-            if (emn_form_eval(f, it->ztry, it->wtry, it->ptry, it->Ftry, it->scale, &bad)) {
-                it->nan_coord = 0;
-                return 1;
-            }
-            if (run(&S, SW_RESIDUAL) >= 0) return 1;
+            /* the nonlinear terms' results go to their rows in the
+             * residual's pass (a non-finite one shows there) */
+            emn_form_eval_open(f, it->ztry, it->wtry, it->ptry, it->Ftry, it->scale);
+            if (run(&S, SW_CLOSE) >= 0) return 1;
         }
         bool res_ok = S.ok[0] && S.ok[1];
         if (iter >= it->min_iter && (res_ok || stalled) && (dw_ok || linear)) return 0;
