@@ -89,10 +89,22 @@ static int etol_end(const emn_integ *it, int j0, int j1)
  * as at a start from rest: a mass that a PULSE's corner set moving
  * through a coil, beside one that a force had moved all along, had that
  * step cut to 1e-16 s.  Such a coordinate goes untested until a force
- * has pushed it; then its peaks give it a size.  One without inertia,
+ * has pushed it; then its peaks give it a size.  Nor, with inertia,
+ * while it has not moved from where it started by more than rounding
+ * (EMN_STILL_ULPS eps of its displacement there): the rounding of a
+ * net force grows with the run where the terms' inputs do (an
+ * inductor's current in the flux formulation is the difference of two
+ * flux linkages that grow as V t), past any fixed part of its largest
+ * term (a coil on a spring, displaced 6 mm and at rest at its operating
+ * point, passed 64 eps of it after 730 steps and stopped the run).
+ * One without inertia,
  * whose net force is the balance each step solves (always rounding),
  * goes untested only until it first moves: tested as still, a mass-less
  * coil's 16 us decay was stepped over in 25 us steps. */
+/* A mechanical coordinate within this many eps of its displacement at
+ * the start has not moved (mech_tolerances). */
+#define EMN_STILL_ULPS 1024
+
 static void mech_tolerances(emn_integ *it, int j0, int j1)
 {
     int ne = it->f->ne, nm = it->n - ne;
@@ -101,7 +113,8 @@ static void mech_tolerances(emn_integ *it, int j0, int j1)
         const double *pk = it->peak + (j - ne);
         /* (without inertia, F is the balance the step solves, always
          * rounding: there only a coordinate that has never moved) */
-        bool still = it->inertia[j] ? pk[3 * nm] <= 64 * DBL_EPSILON * pk[4 * nm]
+        bool still = it->inertia[j] ? pk[3 * nm] <= 64 * DBL_EPSILON * pk[4 * nm] ||
+                                          pk[0] <= EMN_STILL_ULPS * DBL_EPSILON * fabs(pk[5 * nm])
                                     : pk[nm] == 0 && pk[2 * nm] == 0 && pk[3 * nm] == 0;
         it->tol_zy[j - ne] = 1e-30;
         it->tol_zd[j - ne] = still ? INFINITY : k * pk[2 * nm] + 1e-30;
@@ -1011,7 +1024,7 @@ emn_integ *emn_integ_new(emn_form *f, const emn_integ_opts *o)
     it->w_right = emn_xcalloc(sz, sizeof(double));
     it->F_right = emn_xcalloc(sz, sizeof(double));
     it->hp = emn_xcalloc(sz, sizeof(double));
-    it->peak = emn_xcalloc(5 * ((size_t)(n - f->ne) + 1), sizeof(double));
+    it->peak = emn_xcalloc(6 * ((size_t)(n - f->ne) + 1), sizeof(double));
     it->zused = emn_xcalloc(sz, sizeof(bool));
     emn_form_z_used(f, it->zused);
     it->src_next = emn_xcalloc((size_t)f->nsrc + 1, sizeof(double));
@@ -2438,7 +2451,7 @@ static void peaks_half(void *arg, int half)
     half_range(it, half, &j0, &j1);
     for (int j = j0 > ne ? j0 : ne; j < j1; j++) {
         double *pk = it->peak + (j - ne);
-        pk[0] = max_num(pk[0], fabs(it->z[0][j]));
+        pk[0] = max_num(pk[0], fabs(it->z[0][j] - pk[5 * nm]));
         pk[nm] = max_num(pk[nm], fabs(it->p[0][j]));
         pk[2 * nm] = max_num(pk[2 * nm], fabs(it->w[0][j]));
         pk[3 * nm] = max_num(pk[3 * nm], fabs(it->F[0][j]));
@@ -2814,6 +2827,7 @@ int emn_integ_start(emn_integ *it, double t0, const double *z0, const double *p0
     for (int s = 0; s < f->nsrc; s++) it->src_next[s] = -INFINITY;
     it->next_bp = next_break(it, t0);
     memset(it->peak, 0, 5 * (size_t)(n - f->ne) * sizeof(double));
+    memcpy(it->peak + 5 * (size_t)(n - f->ne), it->z[0] + f->ne, (size_t)(n - f->ne) * sizeof(double));
     mech_peaks(it);
     return 0;
 }

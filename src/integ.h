@@ -162,9 +162,10 @@ typedef struct emn_integ {
      * breakpoint) */
     int nbs, *bs, *bsj;
     double *bsv[3], *bsr;
-    double *peak;           /* running max |z|, |p|, |w|, |F| and of F's largest
-                               term (scale) of the mechanical coordinates (five
-                               runs of n - ne), for their tolerances */
+    double *peak;           /* running max |z - z0|, |p|, |w|, |F| and of F's
+                               largest term (scale) of the mechanical
+                               coordinates, then z0, their values at the start
+                               (six runs of n - ne), for their tolerances */
     double *src_next;       /* per source, its next breakpoint after the last asked for */
     /* The mechanical coordinates' absolute tolerances of each velocity
      * and residual, and of z, p and their rates (set_tolerances), for
