@@ -2997,6 +2997,28 @@ void emn_form_momentum_const(const emn_form *f, bool *konst)
     }
 }
 
+void emn_form_momentum_values(const emn_form *f, bool *vals)
+{
+    emn_form_momentum_const(f, vals);
+    for (int j = 0; j < f->n; j++) vals[j] = !vals[j];
+    /* ruled out: a momentum that reads a velocity, or reads values with
+     * coefficients that are not constants, or time */
+    for (int i = 0; i < f->terms.n; i++) {
+        const emn_term *tm = &f->terms.v[i];
+        const emn_tmpl *t = tm->tmpl;
+        int m = tm->m;
+        for (int a = 0; a < m; a++) {
+            if (emn_expr_is_const(t->p[a], NULL)) continue;
+            bool rates = !t->linear;
+            for (int b = 0; b < m && !rates; b++) rates = !is_zero(t->pu[a * m + b]);
+            if (!rates) continue;
+            const emn_lmap *sl = &f->slots.v[tm->slot[a]];
+            for (int q = 0; q < sl->nc; q++) vals[emn_lmap_ci(sl)[q]] = false;
+        }
+    }
+    for (int k = 0; k < f->ptr.n; k++) vals[f->ptr.row[k]] = false;
+}
+
 /* How a term reads its slots, from its own Lagrangian, dissipation and
  * power: by their rates only (a resistor, a source's power, a capacitor
  * in the flux formulation, an inductor in the charge one); by the values

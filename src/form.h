@@ -402,6 +402,12 @@ int emn_form_mass_kernel(const emn_form *f, int *ptr, int *idx, signed char *sig
  * node): no term's momentum reads a coordinate, a velocity or time.
  * Its Lagrange equation is then the algebraic 0 = F_j. */
 void emn_form_momentum_const(const emn_form *f, bool *konst);
+/* vals[j]: coordinate j's momentum is not a constant but a linear
+ * function of the coordinates' values alone, with constant coefficients
+ * (p_j = dp/dz z + c: a loop through a moving coil with no inductance,
+ * charge formulation, holds T x).  Its rate is then dp/dz w exactly, and
+ * its Lagrange equation the algebraic dp/dz w = F_j. */
+void emn_form_momentum_values(const emn_form *f, bool *vals);
 
 /* Whether row i of M times the sign vector s (s[j] = +-1 or 0) cancels
  * to the rounding of its terms. */

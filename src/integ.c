@@ -1062,14 +1062,17 @@ emn_integ *emn_integ_new(emn_form *f, const emn_integ_opts *o)
      * steps' rule averages out of every integrated quantity, are not: a
      * power grid has thousands (ibmpg1t: 13223 of 25372), a pass over
      * them at every step) */
-    bool *konst = emn_xcalloc(sz, sizeof(bool));
+    bool *konst = emn_xcalloc(sz, sizeof(bool)), *vals = emn_xcalloc(sz, sizeof(bool));
     emn_form_momentum_const(f, konst);
     if (emn_form_is_linear(f))
         for (int j = 0; j < n; j++) konst[j] = konst[j] && it->zused[j] && !it->inertia[j];
-    for (int j = 0; j < n; j++) it->npconst += konst[j];
+    /* and the rows whose momentum the values alone make (pvals, below) */
+    emn_form_momentum_values(f, vals);
+    for (int j = 0; j < n; j++) it->npconst += konst[j] || vals[j];
     it->pconst = emn_xcalloc((size_t)it->npconst + 1, sizeof(int));
-    for (int j = 0, k = 0; j < n; j++) if (konst[j]) it->pconst[k++] = j;
+    for (int j = 0, k = 0; j < n; j++) if (konst[j] || vals[j]) it->pconst[k++] = j;
     free(konst);
+    free(vals);
     {
         bool linear = emn_form_is_linear(f);
         sign_vectors sv = {0, emn_xmalloc(((size_t)n + 1) * sizeof(int)), emn_xmalloc(((size_t)n + 1) * sizeof(int)),
@@ -1366,15 +1369,28 @@ static void history_half(void *arg, int half)
  * where the flux formulation took 221).  Such rows keep only their
  * momentum's history, so that each step solves 0 = F afresh, as SPICE
  * solves a resistive node's KCL.  Backward Euler and BDF2 never read F1.
+ * So too a momentum that the coordinates' values alone make, p = dp/dz z
+ * + c (emn_form_momentum_values): its rate is dp/dz w, exactly, and its
+ * equation the algebraic dp/dz w = F, whose residual at the last point
+ * F1 - dp/dz w1 the rule would flip into the next step's equation the
+ * same way.  A moving coil's loop with no inductance (charge
+ * formulation) holds T x; from an operating point whose velocity the
+ * consistent start could read only through x's rounding (a mass-less
+ * coil on a spring), that residual, 3.6e-6 m/s of velocity, alternated
+ * undamped.  Such rows keep dp/dz w1 for F1.
  * Run after the history parts are made; with dw, the fused start's
  * right-hand side -(a pt + hp - ft) is made again for those rows. */
 static void const_momentum_history(const emn_integ *it, const step_formula *s, double *hp, double *dw)
 {
     if (s->b1 == 0) return;
     const emn_form *f = it->f;
+    const emn_cmat *P = &f->lin[0];
+    const double *w1 = it->w[0];
     for (int k = 0; k < it->npconst; k++) {
         int j = it->pconst[k];
-        hp[j] = hist_at(s->a1, s->a2, 0, it->p[0], it->p[1], NULL, j);
+        double rate = 0;
+        for (int e = P->rptr[j]; e < P->rptr[j + 1]; e++) rate += P->val[e] * w1[P->col[e]];
+        hp[j] = hist_at(s->a1, s->a2, 0, it->p[0], it->p[1], NULL, j) + s->b1 * rate;
         if (dw) dw[j] = -(s->a * f->pt[j] + hp[j] - f->ft[j]);
     }
 }
