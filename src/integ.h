@@ -150,6 +150,7 @@ typedef struct emn_integ {
     int nkrow, njcon, *jptr, *jidx, *jrow, *jeptr, *jslot, *jzptr, *jzero, *jdslot, *jgptr, *jgcol;
     signed char *jsign;
     bool *jcon, jfix;
+    bool rates_direct;      /* consistent_w: pconst rows' residual as dp/dz w - F (newton) */
     double *jvd, *jvk, *jdd, *jdk, *jc0, *jgval;
     /* the branches that give a coordinate's value a size
      * (emn_form_value_slots), and |value| of each at the trial point and
