@@ -90,6 +90,10 @@ typedef struct emn_integ {
      * value, and its velocity is the formula's derivative of that */
     bool *zalg;
     int *alg, nalg;
+    /* the coordinates of vz whose own equation reads their velocity
+     * only through their value (a spring node without mass or damper
+     * that a coil pushes), for alg_rates beside alg */
+    int *wder, nwder;
     /* |K^-1| of the constraints' stiffness K = -dF/dz, row by row for
      * alg[k] over [ainv_ptr[k], ainv_ptr[k + 1]): the entry ainv[q] for
      * alg[ainv_at[q]] (alg_inverse) */

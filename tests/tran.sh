@@ -81,14 +81,15 @@ check_analytic() {
     check $? "$name" "$msg"
 }
 
-# check_rows all|last NAME BAD: the run exited 0 and none of its data rows
-# (or its last) is BAD, an awk condition on the row's fields (abs() at
-# hand)
+# check_rows all|last NAME BAD [REASON]: the run exited 0 and none of its
+# data rows (or its last) is BAD, an awk condition on the row's fields
+# (abs() at hand); with REASON, a known failure (todo)
 check_rows() {
-    local msg
+    local msg st
     msg=$(printf '%s\n' "$out" | sed 1d | { if [ "$1" = last ]; then tail -1; else cat; fi; } |
           awk 'function abs(x) { return x < 0 ? -x : x } { if ('"$3"') { print "at t = " $1 ": " $0; exit 1 } }' 2>&1)
-    ok $([ $rc -eq 0 ] && [ -z "$msg" ]; echo $?) "$2" "exit status $rc" "$msg" "$err"
+    st=$([ $rc -eq 0 ] && [ -z "$msg" ]; echo $?)
+    if [ -n "${4:-}" ]; then todo $st "$2" "$4"; else ok $st "$2" "exit status $rc" "$msg" "$err"; fi
 }
 
 # RK4: awk functions for check_analytic's FUNCS, with a deriv(t, y, d)
@@ -919,6 +920,44 @@ for form in charge flux; do
     check_rows all "coil_rest $form: the coil stays at rest at its DC displacement" \
         'abs($2 - 3 / 0.61) > 1e-8 || abs($3 - (0.5 + 5 * (5 - 3 / 0.61) / 4) / 100) > 1e-11 ||
          abs($4) > 1e-10 || abs($5 - (5 - 3 / 0.61) / 4) > 1e-10'
+done
+
+# A moving coil pushing a spring node without mass (S1 to the frame, S2
+# and S9 to m2, which only a damper holds), from its operating point: m1's
+# displacement is set at each instant by the coil's force, its velocity
+# only the rule's derivative of it, which rang at 2e-9 m/s (charge
+# formulation) from the consistent start's error.  By hand: L3 shorts n3,
+# the coil at rest and L4 short c1 to n2, so 1 V drives 8 + 1000 ohm:
+# i = 1 / 1008 A in the coil and L4, 0.25 A in L3 through R1, and x1 =
+# T i / 1000 N/m.  The flux formulation stops with "time step too small"
+# at 25 ms: m1's displacement is (lambda(c1) - lambda(n4)) / T, whose
+# rounding grows with the two node flux linkages (0.025 Wb there) until
+# it is tested (emnet(1), BUGS).
+cat >"$WORK/coil_spring.cir" <<'EOF'
+a moving coil on a mass-less spring node at its operating point
+V1 n1 0 DC 1
+Rc1 n1 c1 8
+T1 c1 n4 m1 0 0.5
+R0 n3 0 100
+R1 n3 n1 4
+R2 n1 0 10
+L3 n3 0 1m
+L4 n4 n2 3m
+Rg2 n2 0 1k
+S1 m1 0 1k
+S2 m2 m1 1k
+D2 m2 0 10
+S9 m1 m2 1k
+.tran 50u 50m
+.print tran v(n2) x(m1) v(m1) i(l3) i(l4)
+.end
+EOF
+for form in charge flux; do
+    run_emnet -q -form $form -tran coil_spring.cir
+    check_rows all "coil_spring $form: the spring node stays at its DC displacement, at rest after the start" \
+        'abs($2 - 1000 / 1008) > 1e-8 || abs($3 - 0.5 / 1008 / 1000) > 1e-15 || ($1 > 0 && abs($4) > 1e-12) ||
+         abs($5 - 0.25) > 1e-9 || abs($6 - 1 / 1008) > 1e-12' \
+        "$([ $form = flux ] && echo "a node flux linkage's rounding tested as m1's motion")"
 done
 
 # Two capacitors in parallel across an inductor, fed from 1 V through
