@@ -89,18 +89,18 @@ static int etol_end(const emn_integ *it, int j0, int j1)
  * as at a start from rest: a mass that a PULSE's corner set moving
  * through a coil, beside one that a force had moved all along, had that
  * step cut to 1e-16 s.  Such a coordinate goes untested until a force
- * has pushed it; then its peaks give it a size.  Nor, with inertia,
- * while it has not moved from where it started by more than rounding
- * (EMN_STILL_ULPS eps of its displacement there): the rounding of a
- * net force grows with the run where the terms' inputs do (an
- * inductor's current in the flux formulation is the difference of two
- * flux linkages that grow as V t), past any fixed part of its largest
- * term (a coil on a spring, displaced 6 mm and at rest at its operating
- * point, passed 64 eps of it after 730 steps and stopped the run).
- * One without inertia,
+ * has pushed it; then its peaks give it a size.  One without inertia,
  * whose net force is the balance each step solves (always rounding),
  * goes untested only until it first moves: tested as still, a mass-less
- * coil's 16 us decay was stepped over in 25 us steps. */
+ * coil's 16 us decay was stepped over in 25 us steps.  Nor is any tested
+ * while it has not moved from where it started by more than rounding
+ * (EMN_STILL_ULPS eps of its displacement there): the rounding of a net
+ * force grows with the run where the terms' inputs do (an inductor's
+ * current in the flux formulation is the difference of two flux
+ * linkages that grow as V t), past any fixed part of its largest term
+ * (a coil on a spring, displaced 6 mm and at rest at its operating
+ * point, passed 64 eps of it after 730 steps and stopped the run). */
+
 /* A mechanical coordinate within this many eps of its displacement at
  * the start has not moved (mech_tolerances). */
 #define EMN_STILL_ULPS 1024
