@@ -99,7 +99,16 @@ static int etol_end(const emn_integ *it, int j0, int j1)
  * current in the flux formulation is the difference of two flux
  * linkages that grow as V t), past any fixed part of its largest term
  * (a coil on a spring, displaced 6 mm and at rest at its operating
- * point, passed 64 eps of it after 730 steps and stopped the run). */
+ * point, passed 64 eps of it after 730 steps and stopped the run).  Or,
+ * held by springs, by more than 64 eps of its largest force term over
+ * their stiffness: where that term is the difference of two flux
+ * linkages (a coil between two nodes, flux formulation), the rounding of
+ * those moves the displacement by far more than its own (a coil on a
+ * mass-less spring node, 2.9e-19 m on 5e-7 m after 25 ms, 2700 of its
+ * ulps).  That much is also each displacement's tolerance for its value,
+ * tested or not: once tested, a coordinate at rest has peaks of
+ * rounding, which grows with the linkages, and the coil above stopped
+ * the run at 0.12 s (flux formulation). */
 
 /* A mechanical coordinate within this many eps of its displacement at
  * the start has not moved (mech_tolerances). */
@@ -113,10 +122,12 @@ static void mech_tolerances(emn_integ *it, int j0, int j1)
         const double *pk = it->peak + (j - ne);
         /* (without inertia, F is the balance the step solves, always
          * rounding: there only a coordinate that has never moved) */
-        bool still = pk[0] <= EMN_STILL_ULPS * DBL_EPSILON * fabs(pk[5 * nm]) ||
+        double moved = EMN_STILL_ULPS * DBL_EPSILON * fabs(pk[5 * nm]);
+        if (it->kself[j - ne] > 0) moved = fmax(moved, 64 * DBL_EPSILON * pk[4 * nm] / it->kself[j - ne]);
+        bool still = pk[0] <= moved ||
                      (it->inertia[j] ? pk[3 * nm] <= 64 * DBL_EPSILON * pk[4 * nm]
                                      : pk[nm] == 0 && pk[2 * nm] == 0 && pk[3 * nm] == 0);
-        it->tol_zy[j - ne] = 1e-30;
+        it->tol_zy[j - ne] = moved + 1e-30;
         it->tol_zd[j - ne] = still ? INFINITY : k * pk[2 * nm] + 1e-30;
         it->tol_py[j - ne] = still ? INFINITY : k * pk[nm] + 1e-30;
         it->tol_pd[j - ne] = still ? INFINITY : k * pk[3 * nm] + 1e-30;
@@ -1025,6 +1036,12 @@ emn_integ *emn_integ_new(emn_form *f, const emn_integ_opts *o)
     it->F_right = emn_xcalloc(sz, sizeof(double));
     it->hp = emn_xcalloc(sz, sizeof(double));
     it->peak = emn_xcalloc(6 * ((size_t)(n - f->ne) + 1), sizeof(double));
+    it->kself = emn_xcalloc((size_t)(n - f->ne) + 1, sizeof(double));
+    for (int j = f->ne; j < n; j++) {
+        const emn_cmat *K = &f->lin[2];
+        for (int e = K->rptr[j]; e < K->rptr[j + 1]; e++)
+            if (K->col[e] == j) it->kself[j - f->ne] = fabs(K->val[e]);
+    }
     it->zused = emn_xcalloc(sz, sizeof(bool));
     emn_form_z_used(f, it->zused);
     it->src_next = emn_xcalloc((size_t)f->nsrc + 1, sizeof(double));
@@ -1179,7 +1196,7 @@ void emn_integ_free(emn_integ **pit)
         free(it->Sh[k]); free(it->sh[k]);
     }
     free(it->dw); free(it->scale); free(it->wtry);
-    free(it->ztry); free(it->ptry); free(it->Ftry); free(it->peak);
+    free(it->ztry); free(it->ptry); free(it->Ftry); free(it->peak); free(it->kself);
     free(it->Shist);
     free(it->rsrc);
     free(it->hz); free(it->hp); free(it->w_right); free(it->F_right); free(it->w_abs); free(it->res_abs);

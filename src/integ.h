@@ -167,6 +167,8 @@ typedef struct emn_integ {
      * breakpoint) */
     int nbs, *bs, *bsj;
     double *bsv[3], *bsr;
+    double *kself;          /* per mechanical coordinate, |dF_j/dz_j| of the linear
+                               terms (its springs' stiffness), for mech_tolerances */
     double *peak;           /* running max |z - z0|, |p|, |w|, |F| and of F's
                                largest term (scale) of the mechanical
                                coordinates, then z0, their values at the start
