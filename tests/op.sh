@@ -186,6 +186,20 @@ for form in charge flux; do
     op_case plunger $form 1e-9 "" "$PLUNGER"
 done
 
+# Two coils on one mass (coil_pair.cir): v(n3) = 0.75 V, the coils carry
+# (0.75 - 1) / 8 and 0.75 / 8 A, and x(m1) = (T1 i1 + T2 i2) / 100.  The
+# flux formulation's Newton iteration converged linearly there (the
+# proximal term on x weighs as much as the spring), its residual always
+# the same part of its own terms, and its stall rule took m1 moving at
+# 5e-5 m/s, v(n3) 0.75015 V, for the steady state.
+PAIR='i1 = (0.75 - 1) / 8; i2 = 0.75 / 8
+      W["v(n1)"] = 1; W["v(n3)"] = 0.75; W["v(c1)"] = 1; W["v(m1)"] = 0; W["v(c2)"] = 0; W["v(n2)"] = 0
+      W["x(m1)"] = (2 * i1 + 10 * i2) / 100; W["i(v1)"] = -(0.25 / 4 - i1)
+      W["i(rc1)"] = i1; W["i(t1)"] = i1; W["i(rc2)"] = i2; W["i(t2)"] = i2; W["i(l0)"] = i2; W["i(c1)"] = 0
+      W["i(r2)"] = 0.25 / 4; W["i(rg2)"] = 0; W["f(t1)"] = 2 * i1; W["f(t2)"] = 10 * i2
+      W["f(s1)"] = -(2 * i1 + 10 * i2)'
+for form in charge flux; do op_case coil_pair $form 1e-9 "" "$PAIR"; done
+
 # DC motor: vs = ra i + kt u and kt i = bm u.  The shaft turns at u; its
 # angle at t = 0 is where the netlist starts it (0).  Node b carries the
 # back-emf kt u; the coil current flows through every electrical element.
