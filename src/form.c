@@ -2920,6 +2920,20 @@ bool emn_cmat_row_cancels(const emn_cmat *M, int i, const signed char *s)
     return fabs(sum) <= 64 * DBL_EPSILON * mag;
 }
 
+double emn_cmat_row_dot(const emn_cmat *M, int i, const double *x)
+{
+    double s = 0;
+    for (int k = M->rptr[i]; k < M->rptr[i + 1]; k++) s += M->val[k] * x[M->col[k]];
+    return s;
+}
+
+double emn_cmat_entry(const emn_cmat *M, int i, int j)
+{
+    for (int k = M->rptr[i]; k < M->rptr[i + 1]; k++)
+        if (M->col[k] == j) return M->val[k];
+    return 0;
+}
+
 /* The null vectors of the linear momenta's matrix dp/dw of the form s
  * (s_j = +-1 on a connected block of it, 0 elsewhere): a capacitor
  * between two nodes that nothing else gives capacitance (the flux

@@ -412,6 +412,10 @@ void emn_form_momentum_values(const emn_form *f, bool *vals);
 /* Whether row i of M times the sign vector s (s[j] = +-1 or 0) cancels
  * to the rounding of its terms. */
 bool emn_cmat_row_cancels(const emn_cmat *M, int i, const signed char *s);
+/* Row i of M times x. */
+double emn_cmat_row_dot(const emn_cmat *M, int i, const double *x);
+/* M's entry (i, j), or 0. */
+double emn_cmat_entry(const emn_cmat *M, int i, int j);
 
 /* The branches that give an electrical coordinate's own value a size:
  * for a coordinate that only linear inductors, coupled or not (flux

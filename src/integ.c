@@ -77,6 +77,23 @@ static int etol_end(const emn_integ *it, int j0, int j1)
     return ne < j0 ? j0 : ne > j1 ? j1 : ne;
 }
 
+/* Coordinate j's absolute tolerances for its value, for its rate and for
+ * its residual: its kind's if it is electrical, its own if mechanical. */
+static inline double abs_tol_zy(const emn_integ *it, int j)
+{
+    return j < it->f->ne ? it->etol[T_ZY] : it->tol_zy[j - it->f->ne];
+}
+
+static inline double abs_tol_zd(const emn_integ *it, int j)
+{
+    return j < it->f->ne ? it->etol[T_ZD] : it->tol_zd[j - it->f->ne];
+}
+
+static inline double abs_tol_res(const emn_integ *it, int j)
+{
+    return j < it->f->ne ? it->etol[T_RES] : it->res_abs[j - it->f->ne];
+}
+
 /* A coordinate that no force has pushed so far (its net force never
  * above the rounding of the largest term in it: at rest, or in a static
  * equilibrium of a spring against a coil's DC force) has no size of its
@@ -1037,11 +1054,7 @@ emn_integ *emn_integ_new(emn_form *f, const emn_integ_opts *o)
     it->hp = emn_xcalloc(sz, sizeof(double));
     it->peak = emn_xcalloc(6 * ((size_t)(n - f->ne) + 1), sizeof(double));
     it->kself = emn_xcalloc((size_t)(n - f->ne) + 1, sizeof(double));
-    for (int j = f->ne; j < n; j++) {
-        const emn_cmat *K = &f->lin[2];
-        for (int e = K->rptr[j]; e < K->rptr[j + 1]; e++)
-            if (K->col[e] == j) it->kself[j - f->ne] = fabs(K->val[e]);
-    }
+    for (int j = f->ne; j < n; j++) it->kself[j - f->ne] = fabs(emn_cmat_entry(&f->lin[2], j, j));
     it->zused = emn_xcalloc(sz, sizeof(bool));
     emn_form_z_used(f, it->zused);
     it->src_next = emn_xcalloc((size_t)f->nsrc + 1, sizeof(double));
@@ -1061,15 +1074,9 @@ emn_integ *emn_integ_new(emn_form *f, const emn_integ_opts *o)
         it->ztest_vz[j] = !it->zalg[j] && it->inertia[j];
     }
     it->wder = emn_xcalloc((size_t)it->nvz + 1, sizeof(int));
-    if (emn_form_is_linear(f)) {
-        const emn_cmat *D = &f->lin[3];
-        for (int k = 0; k < it->nvz; k++) {
-            int j = it->vz[k];
-            bool own = false;
-            for (int e = D->rptr[j]; e < D->rptr[j + 1] && !own; e++) own = D->col[e] == j && D->val[e] != 0;
-            if (!own) it->wder[it->nwder++] = j;
-        }
-    }
+    if (emn_form_is_linear(f))
+        for (int k = 0; k < it->nvz; k++)
+            if (emn_cmat_entry(&f->lin[3], it->vz[k], it->vz[k]) == 0) it->wder[it->nwder++] = it->vz[k];
     /* (a linear step solves exactly, and what F its constant-momentum
      * rows keep is rounding, and the consistent start's residual; but
      * the trapezoidal rule flips it into the next step's equation, where
@@ -1412,12 +1419,9 @@ static void const_momentum_history(const emn_integ *it, const step_formula *s, d
 {
     if (s->b1 == 0) return;
     const emn_form *f = it->f;
-    const emn_cmat *P = &f->lin[0];
-    const double *w1 = it->w[0];
     for (int k = 0; k < it->npconst; k++) {
         int j = it->pconst[k];
-        double rate = 0;
-        for (int e = P->rptr[j]; e < P->rptr[j + 1]; e++) rate += P->val[e] * w1[P->col[e]];
+        double rate = emn_cmat_row_dot(&f->lin[0], j, it->w[0]);
         hp[j] = hist_at(s->a1, s->a2, 0, it->p[0], it->p[1], NULL, j) + s->b1 * rate;
         if (dw) dw[j] = -(s->a * f->pt[j] + hp[j] - f->ft[j]);
     }
@@ -1686,8 +1690,8 @@ static inline int residual_run(const sweep *S, int j0, int j1, const double *ra,
 /* SW_UPDATE over [j0, j1), with absolute tolerances wa[(j - o) * as]: the
  * first non-finite coordinate, or -1; *norm raised to the largest update
  * over its tolerance.  Without `apply`, SW_SIZE: the norm alone. */
-static inline __attribute__((always_inline)) int update_run(const sweep *S, int j0, int j1, const double *wa, int o,
-                                                            int as, double *norm, bool apply)
+static inline int update_run(const sweep *S, int j0, int j1, const double *wa, int o, int as, double *norm,
+                             bool apply)
 {
     const emn_integ *it = S->it;
     double *w = it->wtry, *z = it->ztry, ia = S->ia, rt = it->o.reltol;
@@ -1778,13 +1782,9 @@ static void sweep_half(void *arg, int h)
     case SW_SIZE: {
         int je = etol_end(it, j0, j1);
         double norm = 0;
-        if (S->op == SW_UPDATE) {
-            bad = update_run(S, j0, je, &it->etol[T_W], 0, 0, &norm, true);
-            if (bad < 0) bad = update_run(S, je, j1, it->w_abs, it->f->ne, 1, &norm, true);
-        } else {
-            bad = update_run(S, j0, je, &it->etol[T_W], 0, 0, &norm, false);
-            if (bad < 0) bad = update_run(S, je, j1, it->w_abs, it->f->ne, 1, &norm, false);
-        }
+        bool apply = S->op == SW_UPDATE;
+        bad = update_run(S, j0, je, &it->etol[T_W], 0, 0, &norm, apply);
+        if (bad < 0) bad = update_run(S, je, j1, it->w_abs, it->f->ne, 1, &norm, apply);
         ok = norm <= 1;
         S->norm[h] = norm;
         break;
@@ -1882,19 +1882,17 @@ static int step_check(sweep *S, lte_job *lte)
 static void direct_rates_residual(const emn_integ *it, sweep *S)
 {
     const emn_form *f = it->f;
-    const emn_cmat *P = &f->lin[0];
-    const double *w = it->wtry, *F = it->Ftry, *sc = it->scale;
+    const double *F = it->Ftry, *sc = it->scale;
     double rt = it->o.reltol;
     const double *p = it->ptry, *hp = S->hp;
     for (int k = 0; k < it->npconst; k++) {
         int j = it->pconst[k];
-        double rate = 0;
-        for (int e = P->rptr[j]; e < P->rptr[j + 1]; e++) rate += P->val[e] * w[P->col[e]];
+        double rate = emn_cmat_row_dot(&f->lin[0], j, it->wtry);
         /* (as below, only where a p + hp is the rate but for rounding) */
         if (!(fabs(it->dw[j] + F[j] - rate) <= 64 * DBL_EPSILON * (fabs(S->a * p[j]) + fabs(hp[j])))) continue;
         double r = rate - F[j];
         it->dw[j] = r;
-        double tol = rt * (fabs(rate) + fabs(sc[j])) + (j < f->ne ? it->etol[T_RES] : it->res_abs[j - f->ne]);
+        double tol = rt * (fabs(rate) + fabs(sc[j])) + abs_tol_res(it, j);
         if (!(fabs(r) <= tol)) S->ok[0] = false;
     }
     /* Along a null vector u of dp/dw (null_setup), u'p does not change
@@ -2289,17 +2287,6 @@ static void lte_half(void *arg, int half)
     lte_rows(L, half, j0, j1);
 }
 
-/* Coordinate j's absolute tolerances for its value and for its rate:
- * its kind's if it is electrical, its own if mechanical. */
-static inline double abs_tol_zy(const emn_integ *it, int j)
-{
-    return j < it->f->ne ? it->etol[T_ZY] : it->tol_zy[j - it->f->ne];
-}
-
-static inline double abs_tol_zd(const emn_integ *it, int j)
-{
-    return j < it->f->ne ? it->etol[T_ZD] : it->tol_zd[j - it->f->ne];
-}
 
 /* The error constant C of a step of order `order`: its local error is
  * C h^(order+1) times the (order+1)th derivative. */
@@ -2805,7 +2792,7 @@ static int consistent_w(emn_integ *it, double t, const double *z0, const double 
  * it was if it does not settle. */
 static void alg_start(emn_integ *it, double t0, double *z)
 {
-    int na = it->nalg, n = it->n, ne = it->f->ne, m = na + it->njcon;
+    int na = it->nalg, n = it->n, m = na + it->njcon;
     if (m == 0) return;
     emn_form *f = it->f;
     const emn_sparse *J = &f->J;
@@ -2854,7 +2841,7 @@ static void alg_start(emn_integ *it, double t0, double *z)
         for (int j = 0; j < n; j++) {
             if (pos[j] < 0) continue;
             r[pos[j]] -= sg[j] * it->Ftry[j];
-            tol[pos[j]] += it->o.reltol * it->scale[j] + (j < ne ? it->etol[T_RES] : it->res_abs[j - ne]);
+            tol[pos[j]] += it->o.reltol * it->scale[j] + abs_tol_res(it, j);
         }
         settled = true;
         for (int k = 0; k < m; k++)
