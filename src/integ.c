@@ -219,6 +219,54 @@ static void block_dense(const emn_cmat *M, const int *queue, int m, int *pos, do
     for (int i = 0; i < m; i++) pos[queue[i]] = -1;
 }
 
+/* A walk over the blocks of dp/dw (lin[1]) of 2 to EMN_NULL_MAX
+ * coordinates not marked (mark: the caller may set some first), each
+ * with its eigenvalues d and eigenvectors v (one after another, m long)
+ * and the largest |d|, top: vector i is a null vector where |d[i]| is at
+ * most 1e-10 of top (an exactly singular block's come out at some eps
+ * of it; an inductance 1e-10 of another coupled to it would be taken
+ * for none).  The block's coordinates are queue[0 .. m). */
+typedef struct block_walk {
+    const emn_cmat *M;
+    int *queue, *pos, r, m;
+    bool *mark;
+    double *a, *v, d[EMN_NULL_MAX], top;
+} block_walk;
+
+static void walk_init(block_walk *W, const emn_cmat *M, int n)
+{
+    W->M = M;
+    W->queue = emn_xmalloc(((size_t)n + 1) * sizeof(int));
+    W->pos = emn_xmalloc(((size_t)n + 1) * sizeof(int));
+    W->mark = emn_xcalloc((size_t)n + 1, sizeof(bool));
+    W->a = emn_xmalloc(EMN_NULL_MAX * EMN_NULL_MAX * sizeof(double));
+    W->v = emn_xmalloc(EMN_NULL_MAX * EMN_NULL_MAX * sizeof(double));
+    for (int j = 0; j < n; j++) W->pos[j] = -1;
+    W->r = 0;
+}
+
+static bool walk_next(block_walk *W)
+{
+    const emn_cmat *M = W->M;
+    for (; W->r < M->nrows; W->r++) {
+        if (W->mark[M->rows[W->r]]) continue;
+        W->m = block_of(M, M->rows[W->r], NULL, W->mark, W->queue);
+        if (W->m < 2 || W->m > EMN_NULL_MAX) continue;
+        block_dense(M, W->queue, W->m, W->pos, 1, W->a);
+        emn_sym_eigen(W->a, W->m, W->d, W->v);
+        W->top = 0;
+        for (int i = 0; i < W->m; i++) W->top = fmax(W->top, fabs(W->d[i]));
+        W->r++;
+        return true;
+    }
+    return false;
+}
+
+static void walk_free(block_walk *W)
+{
+    free(W->queue); free(W->pos); free(W->mark); free(W->a); free(W->v);
+}
+
 /* For alg_ratio's floor: the coordinates a constraint sets (zalg) whose
  * constraint sums linear branches (emn_form_value_slots), in the groups
  * that their stiffness K = -dF/dz joins, and for each, |K^-1| over its
@@ -367,12 +415,11 @@ static void zread_free(zread_ws *ws)
  * step solves afresh here, as the constant-momentum rows their own. */
 static void null_setup(emn_integ *it, const sign_vectors *sv, bool only_constraints)
 {
-    const emn_cmat *M = &it->f->lin[1];
     int n = it->n;
-    int *queue = emn_xmalloc(((size_t)n + 1) * sizeof(int)), *pos = emn_xmalloc(((size_t)n + 1) * sizeof(int));
-    bool *mark = emn_xcalloc((size_t)n + 1, sizeof(bool));
+    block_walk W;
+    walk_init(&W, &it->f->lin[1], n);
+    bool *mark = W.mark;
     zread_ws ws = zread_new(n);
-    for (int j = 0; j < n; j++) pos[j] = -1;
     /* kernel_setup's blocks, but for the constraints of
      * kernel_rows_setup (which kernel_setup, with nothing to damp them,
      * does not take): no search */
@@ -381,9 +428,6 @@ static void null_setup(emn_integ *it, const sign_vectors *sv, bool only_constrai
     for (int j = 0; j < n && only_constraints; j++) mark[j] = true;
     for (int k = 0; k < it->nkrow; k++)
         for (int q = it->jptr[k]; q < it->jptr[k + 1] && it->jcon[k]; q++) mark[it->jidx[q]] = false;
-    double *a = emn_xmalloc(EMN_NULL_MAX * EMN_NULL_MAX * sizeof(double));
-    double *v = emn_xmalloc(EMN_NULL_MAX * EMN_NULL_MAX * sizeof(double));
-    double d[EMN_NULL_MAX];
     size_t cap_b = 16, cap_i = 64, cap_v = 256, nv = 0;
     int ni = 0;
     it->nptr = emn_xmalloc((cap_b + 1) * sizeof(int));
@@ -392,23 +436,18 @@ static void null_setup(emn_integ *it, const sign_vectors *sv, bool only_constrai
     it->nidx = emn_xmalloc(cap_i * sizeof(int));
     it->nvec = emn_xmalloc(cap_v * sizeof(double));
     it->nptr[0] = 0;
-    for (int r = 0; r < M->nrows; r++) {
-        if (mark[M->rows[r]]) continue;
-        int m = block_of(M, M->rows[r], NULL, mark, queue);
-        if (m < 2 || m > EMN_NULL_MAX) continue;
-        block_dense(M, queue, m, pos, 1, a);
-        emn_sym_eigen(a, m, d, v);
-        double top = 0;
-        for (int i = 0; i < m; i++) top = fmax(top, fabs(d[i]));
+    while (walk_next(&W)) {
+        int m = W.m;
         int k = 0;
         for (int i = 0; i < m; i++) {
-            if (!(fabs(d[i]) <= 1e-10 * top) || reads_values(it, queue, v + (size_t)i * m, m, &ws)) continue;
+            const double *v = W.v + (size_t)i * m;
+            if (!(fabs(W.d[i]) <= 1e-10 * W.top) || reads_values(it, W.queue, v, m, &ws)) continue;
             if (nv + (size_t)m > cap_v) {
                 while (nv + (size_t)m > cap_v) cap_v *= 2;
                 it->nvec = emn_xrealloc(it->nvec, cap_v * sizeof(double));
             }
             if (k == 0) it->nvoff[it->nnull] = nv;
-            memcpy(it->nvec + nv, v + (size_t)i * m, (size_t)m * sizeof(double));
+            memcpy(it->nvec + nv, v, (size_t)m * sizeof(double));
             nv += (size_t)m;
             k++;
         }
@@ -417,7 +456,7 @@ static void null_setup(emn_integ *it, const sign_vectors *sv, bool only_constrai
             while ((size_t)ni + (size_t)m > cap_i) cap_i *= 2;
             it->nidx = emn_xrealloc(it->nidx, cap_i * sizeof(int));
         }
-        memcpy(it->nidx + ni, queue, (size_t)m * sizeof(int));
+        memcpy(it->nidx + ni, W.queue, (size_t)m * sizeof(int));
         ni += m;
         it->nk[it->nnull] = k;
         it->nptr[++it->nnull] = ni;
@@ -428,7 +467,7 @@ static void null_setup(emn_integ *it, const sign_vectors *sv, bool only_constrai
             it->nvoff = emn_xrealloc(it->nvoff, cap_b * sizeof(size_t));
         }
     }
-    free(a); free(v); free(pos); free(queue); free(mark);
+    walk_free(&W);
     zread_free(&ws);
 }
 
@@ -1019,6 +1058,8 @@ static void kernel_rows_setup(emn_integ *it, const sign_vectors *sv)
     free(comp);
 }
 
+static void rounding_setup(emn_integ *it, const sign_vectors *sv);
+
 emn_integ *emn_integ_new(emn_form *f, const emn_integ_opts *o)
 {
     emn_integ *it = emn_xcalloc(1, sizeof *it);
@@ -1121,6 +1162,7 @@ emn_integ *emn_integ_new(emn_form *f, const emn_integ_opts *o)
             if (linear) kernel_setup(it, &su);
             null_setup(it, &sv, !linear);
         }
+        rounding_setup(it, &sv);
         free(su.ptr); free(su.idx); free(su.sign);
         free(sv.ptr); free(sv.idx); free(sv.sign);
     }
@@ -1212,7 +1254,7 @@ void emn_integ_free(emn_integ **pit)
     free(it->zalg);
     free(it->ainv_ptr); free(it->ainv_at); free(it->ainv);
     free(it->vz);
-    free(it->wder);
+    free(it->wder); free(it->rfw); free(it->rfz); free(it->rgrp); free(it->rg_ptr); free(it->rg_idx);
     free(it->kptr);
     free(it->jptr); free(it->jidx); free(it->jsign); free(it->jrow); free(it->jeptr); free(it->jslot);
     free(it->jgptr); free(it->jgcol); free(it->jgval);
@@ -2073,6 +2115,99 @@ static double coord_size(const emn_integ *it, int j)
     return it->vs_ptr[j + 1] > it->vs_ptr[j] ? m : 0;
 }
 
+/* A coordinate's velocity that is algebraic, in whole (vz: a node with
+ * no capacitor, a loop with no inductor) or in part (along a null
+ * vector of dp/dw: loops that share only an inductor), is what the
+ * damping makes of the residual p - hp - h/2 F along that direction:
+ * and p - hp is a difference of momenta good to eps of themselves.
+ * Where the momenta are large and the velocity small (a coil's loop,
+ * p = T x, as its current reverses; a capacitor's loop beside an
+ * inductor's as it settles; a loop sharing an inductor with a coil's
+ * during a PULSE's edge), that rounding, eps |p| over h/2 |dF/dw|,
+ * outgrows the tolerance h reltol |w| as the step shrinks, and an error
+ * test that took it for an error cut the step to nothing (random
+ * electromechanical circuits 13, 25 and 31, charge formulation, at
+ * reltol 1e-4 to 1e-5).  Each such coordinate gets its group (the
+ * coordinates of its null vectors, whose momenta's rounding reaches
+ * it; itself alone without inertia) and |dF/dw| and |dF/dz| on its
+ * diagonal (their constant parts; with none, no bound): rgrp, rg_ptr,
+ * rg_idx, rfw, rfz. */
+static void rounding_setup(emn_integ *it, const sign_vectors *sv)
+{
+    emn_form *f = it->f;
+    int n = it->n;
+    int *grp = emn_xmalloc(((size_t)n + 1) * sizeof(int)), ng = 0;
+    int *list = emn_xmalloc(((size_t)n + 1) * sizeof(int)), *lptr = emn_xmalloc(((size_t)n + 2) * sizeof(int));
+    int nl = 0;
+    for (int j = 0; j < n; j++) grp[j] = -1;
+    lptr[0] = 0;
+    /* the null vectors of dp/dw's blocks (as null_setup finds them, all
+     * of them), then the sign vectors of larger ones, then vz */
+    block_walk W;
+    walk_init(&W, &f->lin[1], n);
+    while (walk_next(&W)) {
+        int m = W.m, l0 = nl;
+        for (int c = 0; c < m; c++) {
+            bool in = false;
+            for (int i = 0; i < m && !in; i++) in = fabs(W.d[i]) <= 1e-10 * W.top && fabs(W.v[(size_t)i * m + c]) > 1e-6;
+            if (in && grp[W.queue[c]] < 0) {
+                grp[W.queue[c]] = ng;
+                list[nl++] = W.queue[c];
+            }
+        }
+        if (nl > l0) lptr[++ng] = nl;
+    }
+    walk_free(&W);
+    for (int k = 0; k < sv->n; k++) {
+        int l0 = nl;
+        for (int q = sv->ptr[k]; q < sv->ptr[k + 1]; q++)
+            if (grp[sv->idx[q]] < 0) {
+                grp[sv->idx[q]] = ng;
+                list[nl++] = sv->idx[q];
+            }
+        if (nl > l0) lptr[++ng] = nl;
+    }
+    for (int k = 0; k < it->nvz; k++)
+        if (grp[it->vz[k]] < 0) {
+            grp[it->vz[k]] = ng;
+            list[nl++] = it->vz[k];
+            lptr[++ng] = nl;
+        }
+    if (ng > 0) {
+        it->rgrp = grp;
+        it->rg_ptr = lptr;
+        it->rg_idx = list;
+        it->rfw = emn_xcalloc((size_t)n, sizeof(double));
+        it->rfz = emn_xcalloc((size_t)n, sizeof(double));
+        for (int j = 0; j < n; j++)
+            if (grp[j] >= 0) {
+                it->rfw[j] = fabs(emn_cmat_entry(&f->lin[3], j, j));
+                it->rfz[j] = fabs(emn_cmat_entry(&f->lin[2], j, j));
+            }
+    } else {
+        free(grp); free(lptr); free(list);
+    }
+}
+
+/* What the rounding of the momenta of coordinate j's group
+ * (rounding_setup) makes of its value at each of the last `past`
+ * accepted points and the trial, at most: eps (|p| + |hp| + h/2 |F's
+ * terms|) over its damping, h/2 (|dF/dw| + h/2 |dF/dz|), for its
+ * velocity, times h/2 for its value.  0 where none is known. */
+static double rounding_z(const lte_job *L, int j, int past)
+{
+    const emn_integ *it = L->it;
+    if (!it->rfw || it->rfw[j] == 0) return 0;
+    int g = it->rgrp[j];
+    double pmax = 0;
+    for (int q = it->rg_ptr[g]; q < it->rg_ptr[g + 1]; q++) {
+        int k = it->rg_idx[q];
+        pmax = max_num(pmax, fabs(it->ptry[k]));
+        for (int i = 0; i < past && i < 3; i++) pmax = max_num(pmax, fabs(it->p[i][k]));
+    }
+    return DBL_EPSILON * (2 * pmax + 0.5 * L->h * it->scale[j]) / (it->rfw[j] + 0.5 * L->h * it->rfz[j]);
+}
+
 /* The error test's numbers for one pass (z's, then p's), from the
  * step's state and its estimate's coefficients. */
 typedef struct lte_arrays {
@@ -2138,6 +2273,10 @@ static inline __attribute__((always_inline)) void lte_coord(const lte_job *L, in
                                                 : L->s->order == 1 || !it->inertia[j])))
         return;
     double est = fabs(k1 * (d[j] - d1[j]) - (two ? k2 * (d1[j] - d2[j]) : 0));
+    /* less what the rounding of the velocities can make of it
+     * (rounding_z: per velocity, 2 / h of that on the value), as
+     * alg_ratio's floor */
+    if (!pass && it->rfw) est -= (fabs(k1) + fabs(k2)) * 2 * (2 / L->h) * rounding_z(L, j, two ? 2 : 1);
     /* trtol multiplies every tolerance, as SPICE's does (a
      * multiple of the estimate's coefficients instead would turn
      * into infinities, and the test into NaN, at a tiny trtol) */
@@ -2391,6 +2530,9 @@ static void alg_ratio(const lte_job *L, const int *list, int nlist, bool vz, dou
          * (tests/netlists/tran/ctank_sin.cir); two loops through parallel
          * capacitors of 1 uF, whose split a stiffness 50 times below
          * either loop's own sets, to 50 times their residuals' share. */
+        /* ... and, without inertia, what the rounding of its momentum
+         * makes of it */
+        if (vz) floor += wt[N] * rounding_z(L, j, N - 1);
         int q0 = vz ? 0 : it->ainv_ptr[k], q1 = vz ? 0 : it->ainv_ptr[k + 1];
         for (int q = q0; q < q1; q++) {
             int l = it->alg[it->ainv_at[q]];

@@ -106,6 +106,14 @@ typedef struct emn_integ {
      * points since the last breakpoint tests them from their values, as
      * zalg's (alg_ratio); the other steps from their velocities */
     int *vz, nvz;
+    /* for a coordinate whose velocity is in part algebraic (vz, or
+     * along a null vector of dp/dw): its group rgrp[j] (-1: none), the
+     * coordinates rg_idx[rg_ptr[g] .. rg_ptr[g + 1]) whose momenta's
+     * rounding reaches it, and |dF/dw| and |dF/dz| on its diagonal,
+     * constant parts, which that rounding meets (rounding_setup); all
+     * NULL if none */
+    int *rgrp, *rg_ptr, *rg_idx;
+    double *rfw, *rfz;
     bool *ztest_vz;         /* ztest for the steps that test vz by value */
     /* whether a second-order step's paired z test takes coordinate j
      * (neither zalg nor inertialess); the p test takes all but zalg */
