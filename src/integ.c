@@ -352,6 +352,74 @@ static void alg_inverse(emn_integ *it)
     free(a); free(v); free(at); free(pos); free(queue); free(in); free(mark);
 }
 
+/* The null vectors of W's block turned into a basis of those
+ * combinations of them whose momentum the coordinates do not change
+ * (u'dp/dz = 0: reads_values) and of the others, the first marked null
+ * (W->d 0) and the others not (W->d top).  The eigenvectors of a block
+ * with a null space of more than one dimension are any basis of it:
+ * where a moving coil's loop shares an inductor with two loops that
+ * close through a resistor and through a capacitor, each vector mixed
+ * the coil's loop (T x) into the other two's combination, and none was
+ * free: that combination's balance alternated, undamped, under the
+ * trapezoidal rule (random electromechanical circuit 25, charge
+ * formulation, stopped at reltol 1e-6 with 0.3 uA of it).  colpos (n
+ * long, all -1, left so) and cols are scratch. */
+static void free_nulls(const emn_integ *it, block_walk *W, int *colpos, int *cols)
+{
+    const emn_cmat *P = &it->f->lin[0];
+    int m = W->m, nn = 0, nc = 0, null[EMN_NULL_MAX];
+    for (int i = 0; i < m; i++)
+        if (fabs(W->d[i]) <= 1e-10 * W->top) null[nn++] = i;
+    if (nn == 0 || P->nrows == 0) return;
+    for (int q = 0; q < m; q++)
+        for (int e = P->rptr[W->queue[q]]; e < P->rptr[W->queue[q] + 1]; e++)
+            if (colpos[P->col[e]] < 0) {
+                colpos[P->col[e]] = nc;
+                cols[nc++] = P->col[e];
+            }
+    if (nc == 0) return;
+    /* R = V'dp/dz (nn x nc), G = R R' */
+    double *R = emn_xcalloc((size_t)nn * nc, sizeof(double));
+    double G[EMN_NULL_MAX * EMN_NULL_MAX], e[EMN_NULL_MAX], c[EMN_NULL_MAX * EMN_NULL_MAX];
+    for (int a = 0; a < nn; a++) {
+        const double *v = W->v + (size_t)null[a] * m;
+        for (int q = 0; q < m; q++)
+            for (int x = P->rptr[W->queue[q]]; x < P->rptr[W->queue[q] + 1]; x++)
+                R[(size_t)a * nc + colpos[P->col[x]]] += v[q] * P->val[x];
+    }
+    for (int x = 0; x < nc; x++) colpos[cols[x]] = -1;
+    for (int a = 0; a < nn; a++)
+        for (int b = 0; b < nn; b++) {
+            double sum = 0;
+            for (int x = 0; x < nc; x++) sum += R[(size_t)a * nc + x] * R[(size_t)b * nc + x];
+            G[a * nn + b] = sum;
+        }
+    free(R);
+    emn_sym_eigen(G, nn, e, c);
+    double top = 0;
+    for (int a = 0; a < nn; a++) top = fmax(top, fabs(e[a]));
+    /* the new vectors: V c for each eigenvector c of G, free ones first */
+    double U[EMN_NULL_MAX * EMN_NULL_MAX];
+    int order[EMN_NULL_MAX], no = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (int a = 0; a < nn; a++)
+            if ((fabs(e[a]) <= 1e-12 * top) == (pass == 0)) order[no++] = a;
+    for (int b = 0; b < nn; b++) {
+        const double *cb = c + (size_t)order[b] * nn;
+        for (int q = 0; q < m; q++) {
+            double sum = 0;
+            for (int a = 0; a < nn; a++) sum += cb[a] * W->v[(size_t)null[a] * m + q];
+            /* (of unit length: what the rounding leaves where a free
+             * vector has nothing would read the values to reads_values) */
+            U[b * m + q] = fabs(sum) > 1e-12 ? sum : 0;
+        }
+    }
+    for (int b = 0; b < nn; b++) {
+        memcpy(W->v + (size_t)null[b] * m, U + (size_t)b * m, (size_t)m * sizeof(double));
+        W->d[null[b]] = fabs(e[order[b]]) <= 1e-12 * top ? 0 : W->top;
+    }
+}
+
 /* Scratch for reads_values: n + 1 long each, acc and mag zero between
  * calls. */
 typedef struct zread_ws {
@@ -436,9 +504,12 @@ static void null_setup(emn_integ *it, const sign_vectors *sv, bool only_constrai
     it->nidx = emn_xmalloc(cap_i * sizeof(int));
     it->nvec = emn_xmalloc(cap_v * sizeof(double));
     it->nptr[0] = 0;
+    int *colpos = emn_xmalloc(((size_t)n + 1) * sizeof(int)), *cols = emn_xmalloc(((size_t)n + 1) * sizeof(int));
+    for (int j = 0; j < n; j++) colpos[j] = -1;
     while (walk_next(&W)) {
         int m = W.m;
         int k = 0;
+        free_nulls(it, &W, colpos, cols);
         for (int i = 0; i < m; i++) {
             const double *v = W.v + (size_t)i * m;
             if (!(fabs(W.d[i]) <= 1e-10 * W.top) || reads_values(it, W.queue, v, m, &ws)) continue;
@@ -469,6 +540,7 @@ static void null_setup(emn_integ *it, const sign_vectors *sv, bool only_constrai
     }
     walk_free(&W);
     zread_free(&ws);
+    free(colpos); free(cols);
 }
 
 /* M by columns: column c's rows cr[e] and values cv[e], e in [cp[c],
