@@ -119,6 +119,7 @@ typedef struct emn_integ {
      * (neither zalg nor inertialess); the p test takes all but zalg */
     bool *ztest;
     int *pconst, npconst;   /* coordinates whose momentum is a constant (emn_form_momentum_const) */
+    int *kzero, nkzero;     /* all of them, of which pconst takes some */
     /* a linear circuit's null spaces of dp/dw under the trapezoidal rule
      * (null_setup): block b of dp/dw on coordinates nidx[nptr[b] ..
      * nptr[b + 1]), its nk[b] orthonormal null vectors one after another
@@ -177,6 +178,8 @@ typedef struct emn_integ {
     double *bsv[3], *bsr;
     double *kself;          /* per mechanical coordinate, |dF_j/dz_j| of the linear
                                terms (its springs' stiffness), for mech_tolerances */
+    double *cself;          /* and |dF_j/dw_j| (its damping, a coil's T^2 / R included) */
+    int *follow, nfollow;   /* the coordinates still_followers judges */
     double *peak;           /* running max |z - z0|, |p|, |w|, |F| and of F's
                                largest term (scale) of the mechanical
                                coordinates, then z0, their values at the start

@@ -60,11 +60,17 @@ ALSO_EM=${RANDOM_EM_ALSO-"147 187 193 216 355 440 467 605"}
 # const_momentum_history and direct_rates_residual).
 # Of electromechanical circuits 201-800, 216 (flux) took a mass moving at
 # 5e-5 m/s for its operating point until 2026-11-28 (op.c, the stall
-# rule); 355, 440, 467 and 605 (flux) are known: where no current or
-# velocity should flow at all (coil loops with no net drive), they show
-# 6e-12 A or 1e-11 to 4e-11 m/s, constant or slow, against the floor of
-# 1 nA and 1 nm/s that is 1 to 2 percent; the charge formulation gives 0.
-KNOWN="266:charge 266:flux e355:flux e440:flux e467:flux e605:flux"
+# rule); 355, 440 and 467 (flux), where no current or velocity should
+# flow at all (coil loops with no net drive), showed 1e-11 to 2e-10 m/s,
+# the start's residual at a resistive node alternating in its
+# trapezoidal history, until 2026-11-28 (integ.c, emn_integ_start's
+# kzero, still_followers).  605 (flux) is known: an LC tank between a
+# PWL source's node and one it alone meets, which nothing drives, rings
+# at 6e-12 A (the charge formulation gives 0): the consistent start's
+# velocities are those at 1e-9 hmax past t = 0, and the source's slope
+# over that step is the tank's voltage.
+KNOWN="266:charge 266:flux e605:flux"
+KNOWN_WHY="ngspice's reference does not start from the operating point (266), or known (e605)"
 # Electromechanical circuits run again at a tighter reltol
 # (RANDOM_EM_TIGHT: SEED at 1e-5, or SEED@RELTOL), against bounds scaled
 # from the default run's by it (one_deck): 13, 25 and 31 stopped the charge
@@ -75,7 +81,6 @@ KNOWN="266:charge 266:flux e355:flux e440:flux e467:flux e605:flux"
 # combination of loops that no coil's T x reaches alternated, undamped
 # (integ.c, free_nulls).
 TIGHT_EM=${RANDOM_EM_TIGHT-"13 25 31 25@1e-6 31@1e-6"}
-KNOWN_WHY="ngspice's reference does not start from the operating point (266), or known (e355-e605)"
 
 if ! command -v ngspice >/dev/null 2>&1; then
     skip "random circuits: emnet agrees with ngspice" "ngspice not installed"
