@@ -1751,6 +1751,13 @@ int emn_sim_compare(const emn_circuit *c, const emn_sim_opts *o, emn_diag *d, FI
             for (int i = 0; i < 2; i++) peak[q] = fmax(peak[q], fabs(r[i].rows[(size_t)k * (size_t)m + 1 + (size_t)q]));
         zero_below[r[0].units[q]] = fmax(zero_below[r[0].units[q]], peak[q]);
     }
+    /* A velocity that over the whole run would move its node by less than
+     * the largest displacement printed is zero to reltol of it (a mass at
+     * rest at its operating point: 1e-20 m/s in one formulation, 7e-20 in
+     * the other, each its kind's largest) */
+    if (c->tstop > c->tstart)
+        zero_below[EMN_UNIT_VELOCITY] = fmax(zero_below[EMN_UNIT_VELOCITY],
+                                             zero_below[EMN_UNIT_DISTANCE] / (c->tstop - c->tstart));
     for (int u = 0; u <= EMN_UNIT_ENERGY; u++) zero_below[u] *= c->opt.reltol;
     zero_below[EMN_UNIT_CURRENT] = fmax(zero_below[EMN_UNIT_CURRENT], c->opt.abstol);
     zero_below[EMN_UNIT_VOLTAGE] = fmax(zero_below[EMN_UNIT_VOLTAGE], c->opt.vntol);

@@ -260,5 +260,32 @@ R5 n5 0 1k
 EOF
 run_emnet -q -compare dangle2.cir
 expect_rc 0 "-compare: a current below ABSTOL is no disagreement"
+# A mass at rest at its operating point, held off its spring by a
+# movable plate's force at DC: its velocity is 0 (rounding, 1e-20 m/s,
+# in each formulation, and the largest velocity printed).  Zero to the
+# runs' tolerances, as it would not move the mass by reltol of its
+# displacement over the run.  Before, exit 4 (rel_diff 1).
+cat >"$WORK/plate_rest.cir" <<EOF
+a plate at rest at its operating point
+.param g=10m
+V1 n1 0 DC 5
+CX1 n3 n1 C='100u*g/(g-x(m1))'
+C0 n2 n3 10u
+R1 n2 n3 4
+R3 n1 n2 4
+R4 n1 0 1
+Rg2 n2 0 10k
+Rg3 n3 0 1k
+M1 m1 0.2
+S1 m1 0 1k
+D1 m1 0 10
+.tran 50u 50m
+.print tran v(n3) v(m1) x(m1)
+.end
+EOF
+run_emnet -q -compare plate_rest.cir
+expect_rc 0 "-compare: a mechanical velocity that moves its node by less than reltol of the displacement is no disagreement"
+ok $(printf '%s\n' "$out" | awk '$1 == "v(m1)" { f = 1 } END { exit !f }'; echo $?) \
+    "-compare: the resting mass's velocity line is printed" "$out"
 
 done_testing
