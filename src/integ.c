@@ -1835,8 +1835,15 @@ static inline int update_run(const sweep *S, int j0, int j1, const double *wa, i
     for (int j = j0; j < j1; j++) {
         double wn = w[j] - dw[j];
         if (!isfinite(wn)) return j;
-        /* a division only where the norm grows */
-        double d = fabs(dw[j]), tol = rt * max_num(fabs(wn), fabs(w[j])) + wa[(j - o) * as];
+        /* a division only where the norm grows; the tolerance no finer
+         * than the step's rounding of w = a z + hz, 4 eps |hz|: a
+         * capacitor across a source holds its loop's charge at C v, and
+         * its current, of 1e-9 A, moved in steps of a eps C v (4e-11 A
+         * at a = 2e8 for 1 mF at 1 V) with a tolerance of 2e-12 A, and
+         * Newton cycled there until the step was cut to nothing (a random
+         * circuit with movable plates, charge formulation) */
+        double d = fabs(dw[j]), tol = rt * max_num(fabs(wn), fabs(w[j])) + wa[(j - o) * as] +
+                                      4 * DBL_EPSILON * fabs(hz[j]);
         if (d > *norm * tol) *norm = d / tol;
         if (!apply) continue;
         w[j] = wn;
