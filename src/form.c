@@ -3066,7 +3066,10 @@ void emn_form_value_slots(const emn_form *f, int *ptr, int **sl)
                 const emn_lmap *m = &f->slots.v[tm->slot[a]];
                 for (int q = 0; q < m->nc; q++) {
                     int j = emn_lmap_ci(m)[q];
-                    if (pass == 0 && r == READS_OTHER) other[j] = true;
+                    /* (a nonlinear term reading only its rate, as a
+                     * movable plate's C(x) (v1 - v2)^2 / 2 the nodes'
+                     * flux linkages, reads no value of it) */
+                    if (pass == 0 && r == READS_OTHER) other[j] = other[j] || reads_value(tm->tmpl, a);
                     else if (r == READS_BRANCH) {
                         if (pass == 0) cnt[j]++;
                         else if (ptr[j + 1] > ptr[j]) (*sl)[ptr[j] + cnt[j]++] = tm->slot[a];

@@ -120,6 +120,7 @@ typedef struct emn_integ {
     bool *ztest;
     int *pconst, npconst;   /* coordinates whose momentum is a constant (emn_form_momentum_const) */
     int *kzero, nkzero;     /* all of them, of which pconst takes some */
+    bool *kz;               /* kz[j]: j is one of them */
     /* a linear circuit's null spaces of dp/dw under the trapezoidal rule
      * (null_setup): block b of dp/dw on coordinates nidx[nptr[b] ..
      * nptr[b + 1]), its nk[b] orthonormal null vectors one after another

@@ -980,9 +980,11 @@ static void run_bad(const bad_case *bc)
 
 /* emn_form_value_slots: which branches size a coordinate's value.  Flux
  * formulation: node a is read by L1 alone, b by L1 and L2 (C1 and R2 read
- * its rate), c by no inductor; d has an inductor but also C(x), which
- * reads it otherwise, so nothing sizes it.  Charge formulation: each loop
- * through a linear capacitor is sized by those capacitors' charges. */
+ * its rate), c by no inductor; d by L3, and by C(x) only through its rate
+ * (C(x) v^2 / 2 reads the plate's value, not the node's), so L3 sizes it.
+ * Charge formulation: each loop through a linear capacitor is sized by
+ * those capacitors' charges; a loop through C3(x), whose q^2 / (2 C(x))
+ * reads the loop's charge, is not. */
 static void value_slots(void)
 {
     static const char net[] =
@@ -1009,7 +1011,7 @@ static void value_slots(void)
     int *ptr = emn_xcalloc((size_t)f->n + 2, sizeof(int)), *sl = NULL;
     emn_form_value_slots(f, ptr, &sl);
     const char *names[] = {"lambda(a)", "lambda(b)", "lambda(c)", "lambda(d)", "x(m)"};
-    const int want[] = {1, 2, 0, 0, 0};
+    const int want[] = {1, 2, 0, 1, 0};
     for (int i = 0; i < 5; i++) {
         int j = coord_index(f, names[i]);
         ok(j >= 0 && ptr[j + 1] - ptr[j] == want[i], "value_slots flux: %s is sized by %d branches (got %d)",
