@@ -89,6 +89,7 @@ typedef struct sim {
     emn_tape **vtape;       /* each valued element's C(x) or L(x), compiled */
     int *vterm;             /* ... or its nonlinear term's place in termval, -1 if none */
     double *termval;        /* emn_form_values' */
+    double *v0;             /* each valued element's value at the start (integ_error) */
     /* force expressions for f(E,m): dEnergy-coefficient/dx(m) */
     const emn_expr **fexpr;
     emn_arena *ar;
@@ -811,6 +812,7 @@ static void sim_free(sim *S)
     free(S->vtape);
     free(S->vterm);
     free(S->termval);
+    free(S->v0);
     free(S->mnodes); free(S->valued);
     free(S->nx); free(S->nu);
     free(S->pi); free(S->pidot); free(S->pi1); free(S->pi2); free(S->Fs); free(S->xterm);
@@ -1102,10 +1104,51 @@ static void coord_error(sim *S, emn_diag *d, int j, const double *z, const doubl
 
 /* The integrator's failure (its message and coordinate) at state z and
  * its last velocities. */
+/* Each C(x) or L(x) element's value at (z, w) into out[k] (the mechanical
+ * nodes' state in S->nx with it). */
+static void valued_values(sim *S, const double *z, const double *w, double *out)
+{
+    if (S->nvalued == 0) return;
+    mech_state(S, z, w);
+    emn_form_values(S->f, z, w, S->termval);
+    for (int k = 0; k < S->nvalued; k++)
+        out[k] = S->vterm[k] >= 0 ? S->termval[S->vterm[k]] : emn_tape_eval(S->vtape[k], S->nx);
+}
+
 static void integ_error(sim *S, emn_diag *d, const double *z)
 {
-    char head[640];
-    snprintf(head, sizeof head, "%s formulation: %s", form_name(S->f->kind), S->it->msg);
+    char head[960];
+    int at = snprintf(head, sizeof head, "%s formulation: %s", form_name(S->f->kind), S->it->msg);
+    /* A movable plate closing on its electrode (C = c0 g / (g - x)) or a
+     * core closing its gap has its value grow without bound before the
+     * plates touch, and the steps shrink with the time left: named, the
+     * element whose value grew the most, ten times or more (random
+     * circuits with movable plates stopped so, "time step too small",
+     * naming only a loop's charge). */
+    if (S->v0 && S->nvalued > 0) {
+        double *v = emn_xmalloc((size_t)S->nvalued * sizeof(double));
+        valued_values(S, z, S->it->w[0], v);
+        int best = -1;
+        double grown = 10;
+        for (int k = 0; k < S->nvalued; k++) {
+            const emn_elem *el = &S->c->elems.v[S->valued[k]];
+            if (el->kind == EMN_K || !(S->v0[k] > 0) || !(v[k] / S->v0[k] >= grown)) continue;
+            grown = v[k] / S->v0[k];
+            best = k;
+        }
+        if (best >= 0) {
+            const emn_elem *el = &S->c->elems.v[S->valued[best]];
+            if (at > 0 && (size_t)at < sizeof head)
+                snprintf(head + at, sizeof head - (size_t)at, "; the %s of %s is %.3g %s, %.3g times its value at "
+                         "the start (%s closing: pull-in?)", el->kind == EMN_C ? "capacitance" : "inductance",
+                         el->name, v[best], el->kind == EMN_C ? "F" : "H", grown,
+                         el->kind == EMN_C ? "the plates" : "the core's gap");
+            emn_diag_error(d, el->loc, "%s", head);
+            free(v);
+            return;
+        }
+        free(v);
+    }
     coord_error(S, d, S->it->bad_coord, z, S->it->w[0], head, "");
 }
 
@@ -1532,6 +1575,10 @@ int emn_sim_tran(const emn_circuit *c, const emn_sim_opts *o, emn_diag *d, bool 
         integ_error(&S, d, z0);
         status = EMN_EXIT_FAILED;
         goto done;
+    }
+    if (S.nvalued > 0) {
+        S.v0 = emn_xmalloc((size_t)S.nvalued * sizeof(double));
+        valued_values(&S, it->z[0], it->w[0], S.v0);
     }
     if (W.np) {
         const char *err = NULL;

@@ -189,6 +189,33 @@ ok $([ -n "$off" ] && [ "$2" -eq "$nrows" ] && [ $((size - off - 8)) -eq $((8 * 
     "pull-in: the raw file is finished: $nrows points declared and present" \
     "variables $1, points $2, table rows $nrows, data bytes $((size - off - 8))"
 
+# A movable plate straight across a 10 V sine on a 1 kN/m spring: the
+# force grows as the gap closes (C = c0 g / (g - x)), and the plate pulls
+# in near 18.6 ms.  The flux formulation steps past contact and finds
+# the capacitance negative; the charge formulation's steps shrink with
+# the time left to contact, its charge C v growing without bound, and it
+# stops there.  Its error names the capacitor, at its line, and how far
+# its value grew (before, it named the source's loop only).
+cat >"$WORK/pin.cir" <<EOF
+a movable plate across a sine source, pulled in
+.param g=10m
+V1 n1 0 SIN(0 10 50)
+CX n1 0 C='1m*g/(g-x(m1))'
+R1 n1 0 100
+M1 m1 0.05
+S1 m1 0 1k
+D1 m1 0 0.1
+.tran 50u 50m uic
+.print tran v(n1) v(m1) x(m1)
+.end
+EOF
+for form in charge flux; do
+    run_emnet -q -form $form -tran pin.cir
+    expect_rc 3 "pin $form: pull-in stops the run (exit 3)"
+    printf '%s\n' "$err" | grep -Eq '^pin\.cir:4:1: error: .*capacitance of cx .*pull-in'
+    ok $? "pin $form: the error names the capacitor, at its line, and pull-in" "$err"
+done
+
 # ---------------------------------------------------------------- exit 4: -compare beyond -cmptol
 # At the netlist's default reltol (1e-3) the two formulations of the RC
 # differ at the integration-error level; -cmptol 1e-15 must flag that,
