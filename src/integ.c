@@ -2189,8 +2189,15 @@ static int newton(emn_integ *it, double tnew, double a, const double *hz, const 
          * to cancel to 1e-9 of themselves, may stall up to 16 times the
          * tolerance (stall_max): a floating capacitor node beside coupled
          * inductors, flux formulation, had updates of 0.7 to 9 tolerances,
-         * at random, and found no start. */
-        stalled = linear && iter >= 1 && norm <= it->stall_max && norm >= 0.5 * last;
+         * at random, and found no start.  A nonlinear system stalls so
+         * too, once its updates are deep inside the tolerance (1e-3 of
+         * it; a Newton iteration still converging halves them at least):
+         * a movable plate across a DC source from uic, flux formulation,
+         * whose momentum C(x) (v1 - v) cancels 5 mC of terms, had its
+         * start's residual at a = 2e13 times their rounding, 3.7e-6
+         * against a tolerance of 1.1e-6, with updates of 4e-14 of theirs,
+         * and found no start. */
+        stalled = iter >= 1 && norm <= (linear ? it->stall_max : fmin(it->stall_max, 1e-3)) && norm >= 0.5 * last;
         last = norm;
         dw_ok = norm <= 1;
     }
