@@ -154,6 +154,21 @@ tran() {
     printf '%s\n' "$out" >"$WORK/tbl"
 }
 
+# rk4_both NET WHAT FORMULA FUNCS [MORE]: tests/netlists/tran/NET.cir at
+# the default reltol in both formulations: exit 0 ("NET FORM: WHAT"), and
+# within 1e-3 of each signal's peak of check_analytic's FORMULA, with the
+# Runge-Kutta helpers and FUNCS; then the function MORE, if given, with
+# the formulation as its argument and the table in $WORK/tbl.
+rk4_both() {
+    local net=$1 what=$2 formula=$3 funcs=$4 more=${5:-} form
+    for form in charge flux; do
+        tran "$net" -form $form -reltol 1e-3
+        check $rc "$net $form: $what (exit 0)" "exit status $rc" "$err"
+        check_analytic "$WORK/tbl" 1e-3 "$net $form: within 1e-3 of the Runge-Kutta solution" "$formula" "$RK4 $funcs"
+        [ -z "$more" ] || $more $form
+    done
+}
+
 # closed_form NET TOL WHAT RUNS FORMULA: $WORK/NET.cir at the default
 # tolerances in both formulations: exit 0 ("NET FORM: WHAT"), and the
 # table within TOL of FORMULA ("NET FORM: RUNS")
@@ -1036,13 +1051,12 @@ done
 # at 2e-12 A, never passed (integ.c, update_run).
 PLATE_D='function deriv(t, y, d) { d[1] = y[2]; d[2] = (0.5 * 1e-3 * 0.01 / (0.01 - y[1])^2 - 1e4 * y[1]) / 0.2 }'
 PLATE='rk4_to(t, 2, 5e-6); W["x(m1)"] = y[1]; W["v(m1)"] = y[2]'
-for form in charge flux; do
-    tran plate_step -form $form -reltol 1e-3
-    check $rc "plate_step $form: a movable plate across a DC source, from rest (exit 0)" "exit status $rc" "$err"
-    check_analytic "$WORK/tbl" 1e-3 "plate_step $form: within 1e-3 of the Runge-Kutta solution" "$PLATE" "$RK4 $PLATE_D"
-    check $(awk 'NR > 1 && $2 > m { m = $2 } END { xp = (0.01 - sqrt(1e-4 - 4e-7)) / 2; exit !(m <= xp * (1 + 1e-6) && m >= xp * (1 - 1e-4)) }' \
-            "$WORK/tbl"; echo $?) "plate_step $form: the plate swings to the energy balance's x_p" "$(cat "$WORK/tbl" | head -3)"
-done
+plate_swing() {
+    check $(awk 'NR > 1 && $2 > m { m = $2 }
+                 END { xp = (0.01 - sqrt(1e-4 - 4e-7)) / 2; exit !(m <= xp * (1 + 1e-6) && m >= xp * (1 - 1e-4)) }' \
+            "$WORK/tbl"; echo $?) "plate_step $1: the plate swings to the energy balance's x_p" "$(head -3 "$WORK/tbl")"
+}
+rk4_both plate_step "a movable plate across a DC source, from rest" "$PLATE" "$PLATE_D" plate_swing
 
 # tests/netlists/tran/plate_pulse.cir: a movable plate C(x) = c0 g / (g -
 # x) charged through 10 ohm by a train of 10 V pulses, on a spring of
@@ -1065,11 +1079,7 @@ PLATEP_D='function v1(t) { t -= 30e-3 * int(t / 30e-3 + 1e-12); if (t < 2e-3) re
           function deriv(t, y, d,   v, x, c1) { v = y[1]; x = xof(v); c1 = 1e-6 / (0.01 - x)^2
               d[1] = (v1(t) - v) / 10 / (1e-6 / (0.01 - x) + c1 * c1 * v * v / (1e4 - v * v * 1e-6 / (0.01 - x)^3)) }'
 PLATEP='rk4_to(t, 1, 1e-6); W["v(a)"] = y[1]; W["x(m)"] = xof(y[1])'
-for form in charge flux; do
-    tran plate_pulse -form $form -reltol 1e-3
-    check $rc "plate_pulse $form: a movable plate on a mass-less spring under a pulse train (exit 0)" "exit status $rc" "$err"
-    check_analytic "$WORK/tbl" 1e-3 "plate_pulse $form: within 1e-3 of the Runge-Kutta solution" "$PLATEP" "$RK4 $PLATEP_D"
-done
+rk4_both plate_pulse "a movable plate on a mass-less spring under a pulse train" "$PLATEP" "$PLATEP_D"
 
 # tests/netlists/tran/plate_lc.cir: a movable plate C(x) = c0 g / (g - x)
 # from a 5 V DC source to n4, where L3 = 10m and Rg4 = 10k go to ground,
@@ -1087,11 +1097,7 @@ PLATELC_D='function deriv(t, y, d,   C, C1) { C = 1e-5 / (0.01 - y[3]); C1 = 1e-
               d[1] = (y[2] + (5 - y[1]) / 1e4 - C1 * y[4] * y[1]) / C; d[2] = (5 - y[1]) / 1e-2
               d[3] = y[4]; d[4] = (0.5 * y[1] * y[1] * C1 - 1e3 * y[3] - 10 * y[4]) / 0.01 }'
 PLATELC='rk4_to(t, 4, 1e-6); W["v(n4)"] = 5 - y[1]; W["i(l3)"] = y[2]; W["x(m1)"] = y[3]; W["v(m1)"] = y[4]'
-for form in charge flux; do
-    tran plate_lc -form $form -reltol 1e-3
-    check $rc "plate_lc $form: a movable plate from a DC source into an inductor, from rest (exit 0)" "exit status $rc" "$err"
-    check_analytic "$WORK/tbl" 1e-3 "plate_lc $form: within 1e-3 of the Runge-Kutta solution" "$PLATELC" "$RK4 $PLATELC_D"
-done
+rk4_both plate_lc "a movable plate from a DC source into an inductor, from rest" "$PLATELC" "$PLATELC_D"
 
 # tests/netlists/tran/ctank_sin.cir: 1 A at 1 kHz drawn from n1, where
 # C1 = 10n and L2 = 10m go to ground, and C0 = 10n from n1 to n2, where
