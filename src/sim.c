@@ -1102,8 +1102,6 @@ static void coord_error(sim *S, emn_diag *d, int j, const double *z, const doubl
     emn_buf_free(&name);
 }
 
-/* The integrator's failure (its message and coordinate) at state z and
- * its last velocities. */
 /* Each C(x) or L(x) element's value at (z, w) into out[k] (the mechanical
  * nodes' state in S->nx with it). */
 static void valued_values(sim *S, const double *z, const double *w, double *out)
@@ -1115,6 +1113,8 @@ static void valued_values(sim *S, const double *z, const double *w, double *out)
         out[k] = S->vterm[k] >= 0 ? S->termval[S->vterm[k]] : emn_tape_eval(S->vtape[k], S->nx);
 }
 
+/* The integrator's failure (its message and coordinate) at state z and
+ * its last velocities. */
 static void integ_error(sim *S, emn_diag *d, const double *z)
 {
     char head[960];
