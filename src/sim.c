@@ -1119,30 +1119,32 @@ static void integ_error(sim *S, emn_diag *d, const double *z)
 {
     char head[960];
     int at = snprintf(head, sizeof head, "%s formulation: %s", form_name(S->f->kind), S->it->msg);
-    /* A movable plate closing on its electrode (C = c0 g / (g - x)) or a
-     * core closing its gap has its value grow without bound before the
-     * plates touch, and the steps shrink with the time left: named, the
-     * element whose value grew the most, ten times or more (random
-     * circuits with movable plates stopped so, "time step too small",
-     * naming only a loop's charge). */
+    /* A movable plate closing on its electrode (C = c0 g / (g - x)) has
+     * its value grow without bound before the plates touch, a core's L(x)
+     * can run to 0 or without bound, and the steps shrink with the time
+     * left: named, the element whose value ran furthest from its start,
+     * ten times up or down or more (random circuits with movable plates
+     * and cores stopped so, "time step too small", naming only a loop's
+     * charge or nothing). */
     if (S->v0 && S->nvalued > 0) {
         double *v = emn_xmalloc((size_t)S->nvalued * sizeof(double));
         valued_values(S, z, S->it->w[0], v);
         int best = -1;
-        double grown = 10;
+        double far = log(10), ratio = 1;
         for (int k = 0; k < S->nvalued; k++) {
             const emn_elem *el = &S->c->elems.v[S->valued[k]];
-            if (el->kind == EMN_K || !(S->v0[k] > 0) || !(v[k] / S->v0[k] >= grown)) continue;
-            grown = v[k] / S->v0[k];
+            double r = v[k] / S->v0[k];
+            if (el->kind == EMN_K || !(S->v0[k] > 0) || !(r > 0) || !(fabs(log(r)) >= far)) continue;
+            far = fabs(log(r));
+            ratio = r;
             best = k;
         }
         if (best >= 0) {
             const emn_elem *el = &S->c->elems.v[S->valued[best]];
             if (at > 0 && (size_t)at < sizeof head)
                 snprintf(head + at, sizeof head - (size_t)at, "; the %s of %s is %.3g %s, %.3g times its value at "
-                         "the start (%s closing: pull-in?)", el->kind == EMN_C ? "capacitance" : "inductance",
-                         el->name, v[best], el->kind == EMN_C ? "F" : "H", grown,
-                         el->kind == EMN_C ? "the plates" : "the core's gap");
+                         "the start (running away: pull-in?)", el->kind == EMN_C ? "capacitance" : "inductance",
+                         el->name, v[best], el->kind == EMN_C ? "F" : "H", ratio);
             emn_diag_error(d, el->loc, "%s", head);
             free(v);
             return;

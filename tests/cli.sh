@@ -209,11 +209,35 @@ D1 m1 0 0.1
 .print tran v(n1) v(m1) x(m1)
 .end
 EOF
+# And two movable cores L(x) = L0 (1 + x / g) across a sine source, one
+# coupled (k = 0.95) to an inductor, on a mass-less spring: the plunger
+# runs to x = -g, where L(x) goes to 0, in both formulations, which
+# stopped there with "time step too small" naming no element or
+# coordinate.
+cat >"$WORK/lpin.cir" <<EOF
+two movable cores across a sine source, one coupled
+.param g=10m
+V1 n1 0 SIN(0 10 100)
+LX1 n1 0 L='10m*(1+x(m1)/g)'
+LX2 n1 0 L='1m*(1+x(m1)/g)'
+R0 n2 0 1
+L2 n2 n1 10m
+K1 LX2 L2 0.95
+Rg2 n2 0 10k
+S1 m1 0 1e4
+.tran 50u 50m uic
+.print tran v(n1) v(n2) x(m1)
+.end
+EOF
 for form in charge flux; do
     run_emnet -q -form $form -tran pin.cir
     expect_rc 3 "pin $form: pull-in stops the run (exit 3)"
     printf '%s\n' "$err" | grep -Eq '^pin\.cir:4:1: error: .*capacitance of cx .*pull-in'
     ok $? "pin $form: the error names the capacitor, at its line, and pull-in" "$err"
+    run_emnet -q -form $form -tran lpin.cir
+    expect_rc 3 "lpin $form: a core's L(x) running to 0 stops the run (exit 3)"
+    printf '%s\n' "$err" | grep -Eq '^lpin\.cir:[45]:1: error: .*inductance of lx[12] .*pull-in'
+    ok $? "lpin $form: the error names the core, at its line, and pull-in" "$err"
 done
 
 # ---------------------------------------------------------------- exit 4: -compare beyond -cmptol
