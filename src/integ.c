@@ -144,12 +144,12 @@ static void mech_tolerances(emn_integ *it, int j0, int j1)
          * drives moves at 1e-15 m/s, and a tolerance a millionth of that
          * cut the steps to nothing, flux formulation) */
         double moved = EMN_STILL_ULPS * DBL_EPSILON * fabs(pk[5 * nm]);
-        if (it->kself[j - ne] > 0) moved = fmax(moved, 64 * DBL_EPSILON * pk[4 * nm] / it->kself[j - ne]);
+        if (it->fz_diag[j] > 0) moved = fmax(moved, 64 * DBL_EPSILON * pk[4 * nm] / it->fz_diag[j]);
         bool still = pk[0] <= moved ||
                      (it->inertia[j] ? pk[3 * nm] <= 64 * DBL_EPSILON * pk[4 * nm]
                                      : (pk[nm] == 0 && pk[2 * nm] == 0 && pk[3 * nm] == 0) ||
-                                       (it->cself[j - ne] > 0 &&
-                                        pk[2 * nm] * it->cself[j - ne] <= 64 * DBL_EPSILON * pk[4 * nm]));
+                                       (it->fw_diag[j] > 0 &&
+                                        pk[2 * nm] * it->fw_diag[j] <= 64 * DBL_EPSILON * pk[4 * nm]));
         it->tol_zy[j - ne] = moved + 1e-30;
         it->tol_zd[j - ne] = still ? INFINITY : k * pk[2 * nm] + 1e-30;
         it->tol_py[j - ne] = still ? INFINITY : k * pk[nm] + 1e-30;
@@ -1172,10 +1172,12 @@ emn_integ *emn_integ_new(emn_form *f, const emn_integ_opts *o)
     it->F_right = emn_xcalloc(sz, sizeof(double));
     it->hp = emn_xcalloc(sz, sizeof(double));
     it->peak = emn_xcalloc(6 * ((size_t)(n - f->ne) + 1), sizeof(double));
-    it->kself = emn_xcalloc((size_t)(n - f->ne) + 1, sizeof(double));
-    for (int j = f->ne; j < n; j++) it->kself[j - f->ne] = fabs(emn_cmat_entry(&f->lin[2], j, j));
-    it->cself = emn_xcalloc((size_t)(n - f->ne) + 1, sizeof(double));
-    for (int j = f->ne; j < n; j++) it->cself[j - f->ne] = fabs(emn_cmat_entry(&f->lin[3], j, j));
+    it->fz_diag = emn_xcalloc(sz, sizeof(double));
+    it->fw_diag = emn_xcalloc(sz, sizeof(double));
+    for (int j = 0; j < n; j++) {
+        it->fz_diag[j] = fabs(emn_cmat_entry(&f->lin[2], j, j));
+        it->fw_diag[j] = fabs(emn_cmat_entry(&f->lin[3], j, j));
+    }
     it->zused = emn_xcalloc(sz, sizeof(bool));
     emn_form_z_used(f, it->zused);
     it->src_next = emn_xcalloc((size_t)f->nsrc + 1, sizeof(double));
@@ -1185,10 +1187,10 @@ emn_integ *emn_integ_new(emn_form *f, const emn_integ_opts *o)
      * another mechanical one, or undamped and held by springs to one */
     it->follow = emn_xcalloc((size_t)(n - f->ne) + 1, sizeof(int));
     for (int j = f->ne; j < n; j++) {
-        const emn_cmat *M = &f->lin[it->cself[j - f->ne] > 0 ? 3 : 2];
+        const emn_cmat *M = &f->lin[it->fw_diag[j] > 0 ? 3 : 2];
         bool other = false;
         for (int e = M->rptr[j]; e < M->rptr[j + 1]; e++) other = other || (M->col[e] != j && M->col[e] >= f->ne);
-        if (!it->inertia[j] && (it->cself[j - f->ne] > 0 || it->kself[j - f->ne] > 0) && other)
+        if (!it->inertia[j] && (it->fw_diag[j] > 0 || it->fz_diag[j] > 0) && other)
             it->follow[it->nfollow++] = j;
     }
     it->zalg = emn_xcalloc(sz, sizeof(bool));
@@ -1207,7 +1209,7 @@ emn_integ *emn_integ_new(emn_form *f, const emn_integ_opts *o)
     it->wder = emn_xcalloc((size_t)it->nvz + 1, sizeof(int));
     if (emn_form_is_linear(f))
         for (int k = 0; k < it->nvz; k++)
-            if (emn_cmat_entry(&f->lin[3], it->vz[k], it->vz[k]) == 0) it->wder[it->nwder++] = it->vz[k];
+            if (it->fw_diag[it->vz[k]] == 0) it->wder[it->nwder++] = it->vz[k];
     /* (a linear step solves exactly, and what F its constant-momentum
      * rows keep is rounding, and the consistent start's residual; but
      * the trapezoidal rule flips it into the next step's equation, where
@@ -1229,9 +1231,6 @@ emn_integ *emn_integ_new(emn_form *f, const emn_integ_opts *o)
      * them at every step) */
     bool *konst = emn_xcalloc(sz, sizeof(bool)), *vals = emn_xcalloc(sz, sizeof(bool));
     emn_form_momentum_const(f, konst);
-    for (int j = 0; j < n; j++) it->nkzero += konst[j];
-    it->kzero = emn_xcalloc((size_t)it->nkzero + 1, sizeof(int));
-    for (int j = 0, k = 0; j < n; j++) if (konst[j]) it->kzero[k++] = j;
     it->kz = emn_xcalloc(sz, sizeof(bool));
     memcpy(it->kz, konst, (size_t)n * sizeof(bool));
     if (emn_form_is_linear(f))
@@ -1340,7 +1339,7 @@ void emn_integ_free(emn_integ **pit)
         free(it->Sh[k]); free(it->sh[k]);
     }
     free(it->dw); free(it->scale); free(it->wtry);
-    free(it->ztry); free(it->ptry); free(it->Ftry); free(it->peak); free(it->kself); free(it->cself); free(it->follow);
+    free(it->ztry); free(it->ptry); free(it->Ftry); free(it->peak); free(it->fz_diag); free(it->fw_diag); free(it->follow);
     free(it->Shist);
     free(it->rsrc);
     free(it->hz); free(it->hp); free(it->w_right); free(it->F_right); free(it->w_abs); free(it->res_abs);
@@ -1349,8 +1348,8 @@ void emn_integ_free(emn_integ **pit)
     free(it->zalg);
     free(it->ainv_ptr); free(it->ainv_at); free(it->ainv);
     free(it->vz);
-    free(it->kzero); free(it->kz);
-    free(it->wder); free(it->rfw); free(it->rfz); free(it->rgrp); free(it->rg_ptr); free(it->rg_idx);
+    free(it->kz);
+    free(it->wder); free(it->rgrp); free(it->rg_ptr); free(it->rg_idx);
     free(it->kptr);
     free(it->jptr); free(it->jidx); free(it->jsign); free(it->jrow); free(it->jeptr); free(it->jslot);
     free(it->jgptr); free(it->jgcol); free(it->jgval);
@@ -2240,8 +2239,8 @@ static double coord_size(const emn_integ *it, int j)
  * reltol 1e-4 to 1e-5).  Each such coordinate gets its group (the
  * coordinates of its null vectors, whose momenta's rounding reaches
  * it; itself alone without inertia) and |dF/dw| and |dF/dz| on its
- * diagonal (their constant parts; with none, no bound): rgrp, rg_ptr,
- * rg_idx, rfw, rfz. */
+ * diagonal (fw_diag, fz_diag: with none, no bound): rgrp, rg_ptr,
+ * rg_idx. */
 static void rounding_setup(emn_integ *it, const sign_vectors *sv)
 {
     emn_form *f = it->f;
@@ -2287,13 +2286,6 @@ static void rounding_setup(emn_integ *it, const sign_vectors *sv)
         it->rgrp = grp;
         it->rg_ptr = lptr;
         it->rg_idx = list;
-        it->rfw = emn_xcalloc((size_t)n, sizeof(double));
-        it->rfz = emn_xcalloc((size_t)n, sizeof(double));
-        for (int j = 0; j < n; j++)
-            if (grp[j] >= 0) {
-                it->rfw[j] = fabs(emn_cmat_entry(&f->lin[3], j, j));
-                it->rfz[j] = fabs(emn_cmat_entry(&f->lin[2], j, j));
-            }
     } else {
         free(grp); free(lptr); free(list);
     }
@@ -2307,10 +2299,9 @@ static void rounding_setup(emn_integ *it, const sign_vectors *sv)
 static double rounding_z(const lte_job *L, int j, int past)
 {
     const emn_integ *it = L->it;
-    if (!it->rfw) return 0;
-    double stiff = it->rfw[j] + 0.5 * L->h * it->rfz[j];
-    if (!(stiff > 0)) return 0;
-    int g = it->rgrp[j];
+    int g = it->rgrp ? it->rgrp[j] : -1;
+    double stiff = it->fw_diag[j] + 0.5 * L->h * it->fz_diag[j];
+    if (g < 0 || !(stiff > 0)) return 0;
     double pmax = 0, fmax = 0;
     for (int q = it->rg_ptr[g]; q < it->rg_ptr[g + 1]; q++) {
         int k = it->rg_idx[q];
@@ -2398,7 +2389,7 @@ static inline __attribute__((always_inline)) void lte_coord(const lte_job *L, in
     /* less what the rounding of the velocities can make of it
      * (rounding_z: per velocity, 2 / h of that on the value), as
      * alg_ratio's floor */
-    if (!pass && it->rfw) est -= (fabs(k1) + fabs(k2)) * 2 * (2 / L->h) * rounding_z(L, j, two ? 2 : 1);
+    if (!pass && it->rgrp) est -= (fabs(k1) + fabs(k2)) * 2 * (2 / L->h) * rounding_z(L, j, two ? 2 : 1);
     /* trtol multiplies every tolerance, as SPICE's does (a
      * multiple of the estimate's coefficients instead would turn
      * into infinities, and the test into NaN, at a tiny trtol) */
@@ -2824,7 +2815,7 @@ static void still_followers(emn_integ *it)
             int j = it->follow[q];
             double *pk = it->peak + (j - ne);
             if (isinf(it->tol_zd[j - ne])) continue;
-            bool damped = it->cself[j - ne] > 0;
+            bool damped = it->fw_diag[j] > 0;
             const emn_cmat *D = &it->f->lin[damped ? 3 : 2];
             int r = damped ? 2 : 0;     /* the peak: |w|, or |z - z0| */
             double carried = 0;
@@ -2833,7 +2824,7 @@ static void still_followers(emn_integ *it)
                 if (k != j && k >= ne && isinf(it->tol_zd[k - ne]))
                     carried = fmax(carried, fabs(D->val[e]) * it->peak[k - ne + r * nm]);
             }
-            if (pk[r * nm] <= 2 * carried / (damped ? it->cself[j - ne] : it->kself[j - ne])) {
+            if (pk[r * nm] <= 2 * carried / (damped ? it->fw_diag[j] : it->fz_diag[j])) {
                 it->tol_zd[j - ne] = it->tol_py[j - ne] = it->tol_pd[j - ne] = INFINITY;
                 more = true;
             }
@@ -3044,7 +3035,8 @@ static int consistent_w(emn_integ *it, double t, const double *z0, const double 
         it->hp[j] = -a * p0[j];
         it->wtry[j] = wguess ? wguess[j] : 0;
     }
-    for (int k = 0; Fcarry && k < it->nkzero; k++) it->hp[it->kzero[k]] += Fcarry[it->kzero[k]];
+    for (int j = 0; Fcarry && j < n; j++)
+        if (it->kz[j]) it->hp[j] += Fcarry[j];
     if (it->njcon > 0) {
         /* kernel_residual's u'F at (z0, t), for the undamped u (no
          * velocity reaches it) */
@@ -3216,7 +3208,8 @@ int emn_integ_start(emn_integ *it, double t0, const double *z0, const double *p0
      * a coil's loop through such a node carried its 8e-12 A into the
      * spring node's velocity as a constant 3.6e-11 m/s where nothing
      * moves (random electromechanical circuit 440, flux formulation). */
-    for (int k = 0; k < it->nkzero; k++) it->F[0][it->kzero[k]] = 0;
+    for (int j = 0; j < n; j++)
+        if (it->kz[j]) it->F[0][j] = 0;
     branch_history(it, it->w[0], true);
     it->tpast[0] = t0;
     it->npast = 0;

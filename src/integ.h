@@ -109,18 +109,14 @@ typedef struct emn_integ {
     /* for a coordinate whose velocity is in part algebraic (vz, or
      * along a null vector of dp/dw): its group rgrp[j] (-1: none), the
      * coordinates rg_idx[rg_ptr[g] .. rg_ptr[g + 1]) whose momenta's
-     * rounding reaches it, and |dF/dw| and |dF/dz| on its diagonal,
-     * constant parts, which that rounding meets (rounding_setup); all
-     * NULL if none */
+     * rounding reaches it (rounding_setup); all NULL if none */
     int *rgrp, *rg_ptr, *rg_idx;
-    double *rfw, *rfz;
     bool *ztest_vz;         /* ztest for the steps that test vz by value */
     /* whether a second-order step's paired z test takes coordinate j
      * (neither zalg nor inertialess); the p test takes all but zalg */
     bool *ztest;
     int *pconst, npconst;   /* coordinates whose momentum is a constant (emn_form_momentum_const) */
-    int *kzero, nkzero;     /* all of them, of which pconst takes some */
-    bool *kz;               /* kz[j]: j is one of them */
+    bool *kz;               /* kz[j]: j's momentum is a constant (pconst takes some of them) */
     /* a linear circuit's null spaces of dp/dw under the trapezoidal rule
      * (null_setup): block b of dp/dw on coordinates nidx[nptr[b] ..
      * nptr[b + 1]), its nk[b] orthonormal null vectors one after another
@@ -177,9 +173,10 @@ typedef struct emn_integ {
      * breakpoint) */
     int nbs, *bs, *bsj;
     double *bsv[3], *bsr;
-    double *kself;          /* per mechanical coordinate, |dF_j/dz_j| of the linear
-                               terms (its springs' stiffness), for mech_tolerances */
-    double *cself;          /* and |dF_j/dw_j| (its damping, a coil's T^2 / R included) */
+    /* per coordinate, |dF_j/dz_j| and |dF_j/dw_j| of the linear terms:
+     * its stiffness (a mechanical one's springs) and its damping (a
+     * coil's T^2 / R included) */
+    double *fz_diag, *fw_diag;
     int *follow, nfollow;   /* the coordinates still_followers judges */
     double *peak;           /* running max |z - z0|, |p|, |w|, |F| and of F's
                                largest term (scale) of the mechanical
