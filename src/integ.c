@@ -3032,11 +3032,9 @@ static int consistent_w(emn_integ *it, double t, const double *z0, const double 
     }
     for (int j = 0; j < n; j++) {
         it->hz[j] = -a * z0[j];
-        it->hp[j] = -a * p0[j];
+        it->hp[j] = -a * p0[j] + (Fcarry && it->kz[j] ? Fcarry[j] : 0);
         it->wtry[j] = wguess ? wguess[j] : 0;
     }
-    for (int j = 0; Fcarry && j < n; j++)
-        if (it->kz[j]) it->hp[j] += Fcarry[j];
     if (it->njcon > 0) {
         /* kernel_residual's u'F at (z0, t), for the undamped u (no
          * velocity reaches it) */
