@@ -3001,6 +3001,19 @@ static void kernel_rates(emn_integ *it)
     }
 }
 
+/* Whether a linear circuit's velocities all have inertia or follow the
+ * others' balance: no constraint sets a value, whose velocity would
+ * follow a source's slope (no zalg coordinate, no constraint of
+ * kernel_rows_setup or null space of null_setup).  Then consistent_w's
+ * residual tests every velocity (a constrained one's enters it only
+ * through 1e-9 hmax of its value's change: a capacitor across a sine
+ * source, charge formulation, passed it at its operating point's zero
+ * current, where C V' is due). */
+static bool rates_balanced(const emn_integ *it)
+{
+    return emn_form_is_linear(it->f) && it->nalg == 0 && it->njcon == 0 && it->nnull == 0;
+}
+
 /* Consistent velocities at t from coordinates z0 and momenta p0: a
  * backward Euler step of negligible length h.  As h -> 0 its equations
  * become p(z0, w) = p0 for coordinates with inertia and dp/dz w = F for
@@ -3017,10 +3030,17 @@ static void kernel_rates(emn_integ *it)
  * over h (a mass-less spring node that a movable plate's and core's
  * forces hold, at a PULSE's corner: 1.6e-13 N of a 0.2 N force, over
  * 1e4 N/m and 5e-14 s, 3.2e-4 m/s on 3.9e-3, and the first-order step
- * after the corner, measuring against that, was cut to nothing).  The
+ * after the corner, measuring against that, was cut to nothing).  With
+ * steady, wguess is a steady state's (the operating point's, from which
+ * z0 and p0 came) and a circuit of rates_balanced takes it as it is where
+ * the step's equations already hold there: the operating point is solved
+ * far tighter than the step's test, and the step's own matrix, of a =
+ * 1e9 / hmax, serves no later step of such a circuit (its corners keep
+ * their velocities: slopes_continue), at 10^6 nodes of a mesh 2.5 s of
+ * factorization.  The
  * result is in it->wtry; returns 0 or 1. */
 static int consistent_w(emn_integ *it, double t, const double *z0, const double *p0, const double *wguess,
-                        const double *Fcarry)
+                        const double *Fcarry, bool steady)
 {
     int n = it->n;
     double h = fmin(it->o.hmax, it->o.tstop) * 1e-9;
@@ -3053,7 +3073,7 @@ static int consistent_w(emn_integ *it, double t, const double *z0, const double 
      * only through resistors) comes out wrong by ~eps a C / G, far inside
      * the residual test but enough to make the trapezoidal rule ring.  A
      * second iteration refines it. */
-    it->min_iter = wguess ? 1 : 2;
+    it->min_iter = !wguess ? 2 : steady && rates_balanced(it) ? 0 : 1;
     it->stall_max = 16;
     it->rates_direct = true;
     int rc = newton(it, t + h, a, it->hz, it->hp, false, NULL, NULL, NULL);
@@ -3167,7 +3187,7 @@ static void alg_start(emn_integ *it, double t0, double *z)
     free(hs);
 }
 
-int emn_integ_start(emn_integ *it, double t0, const double *z0, const double *p0)
+int emn_integ_start(emn_integ *it, double t0, const double *z0, const double *p0, const double *w0)
 {
     int n = it->n;
     emn_form *f = it->f;
@@ -3180,7 +3200,7 @@ int emn_integ_start(emn_integ *it, double t0, const double *z0, const double *p0
     it->singular = false;
     memcpy(it->z[0], z0, (size_t)n * sizeof(double));
     alg_start(it, t0, it->z[0]);
-    if (consistent_w(it, t0, it->z[0], p0, NULL, NULL) != 0) {
+    if (consistent_w(it, t0, it->z[0], p0, w0, NULL, w0 != NULL) != 0) {
         if (it->singular)
             snprintf(it->msg, sizeof it->msg, "no consistent initial state at t = %g: the Newton matrix is "
                      "singular (a zero pivot: nothing gives this coordinate inertia, stiffness or damping there)",
@@ -3247,7 +3267,7 @@ int emn_integ_probe(emn_integ *it, double *z1, double *h)
      * Newton iteration writes there */
     if (emn_form_eval(it->f, z1, it->w[0], it->ptry, it->Ftry, NULL, &bad)) return 1;
     *h = dt;
-    return consistent_w(it, t0 + dt, z1, it->ptry, it->w[0], NULL);
+    return consistent_w(it, t0 + dt, z1, it->ptry, it->w[0], NULL, false);
 }
 
 /* Each gauge's values moved back towards zero, all by the same number c:
@@ -3356,18 +3376,15 @@ static double ladder_floor(const emn_integ *it, double h)
 /* Whether no velocity jumps at the breakpoint just landed on, so that
  * the right-hand velocities and rates are the left-hand ones: a linear
  * circuit under the trapezoidal rule whose velocities all have inertia
- * or follow the others' balance (no constraint sets a value, whose
- * velocity would follow a source's slope: no zalg coordinate, no
- * constraint of kernel_rows_setup or null space of null_setup), and
- * sources whose values go on without a jump (a corner changes only their
- * slopes).  consistent_w would find the same velocities but for its
- * step of 1e-9 hmax times their slopes, at the cost of a solve and two
- * evaluations: 7% of an RC ladder's instructions, whose PWL loads have
- * corners every few steps. */
+ * or follow the others' balance (rates_balanced), and sources whose
+ * values go on without a jump (a corner changes only their slopes).
+ * consistent_w would find the same velocities but for its step of 1e-9
+ * hmax times their slopes, at the cost of a solve and two evaluations:
+ * 7% of an RC ladder's instructions, whose PWL loads have corners every
+ * few steps. */
 static bool slopes_continue(const emn_integ *it)
 {
-    return emn_form_is_linear(it->f) && it->o.method == EMN_METHOD_TRAP && it->nalg == 0 && it->njcon == 0 &&
-           it->nnull == 0 && emn_form_sources_continuous(it->f, it->t);
+    return it->o.method == EMN_METHOD_TRAP && rates_balanced(it) && emn_form_sources_continuous(it->f, it->t);
 }
 
 int emn_integ_step(emn_integ *it, double tlimit)
@@ -3576,7 +3593,7 @@ int emn_integ_step(emn_integ *it, double tlimit)
                 memcpy(it->F_right, it->F[0], (size_t)n * sizeof(double));
             } else {
                 const double *wr = it->w[0];
-                if (consistent_w(it, it->t, it->z[0], it->p[0], it->w[0], it->F[0]) == 0) wr = it->wtry;
+                if (consistent_w(it, it->t, it->z[0], it->p[0], it->w[0], it->F[0], false) == 0) wr = it->wtry;
                 memcpy(it->w_right, wr, (size_t)n * sizeof(double));
                 emn_form_set_time(f, it->t);
                 branch_history(it, it->w_right, false);

@@ -210,9 +210,12 @@ void emn_integ_lu_stats(const emn_integ *it, long *factors, long *refactors);
 /*
  * Start at t0 from coordinates z0 and momenta p0: solves for velocities
  * consistent with them (algebraic components included) and sets the
- * history.  Returns 0 or a failure code.
+ * history.  w0: the velocities of the steady state z0 and p0 were made
+ * from (the operating point), or NULL (a start from rest); the solve
+ * starts from them, and a linear circuit keeps them where they are
+ * consistent already.  Returns 0 or a failure code.
  */
-int emn_integ_start(emn_integ *it, double t0, const double *z0, const double *p0);
+int emn_integ_start(emn_integ *it, double t0, const double *z0, const double *p0, const double *w0);
 
 /*
  * Right after emn_integ_start: the state two steps of negligible length h

@@ -1556,14 +1556,12 @@ int emn_sim_tran(const emn_circuit *c, const emn_sim_opts *o, emn_diag *d, bool 
         wop = emn_xcalloc((size_t)f->n + 1, sizeof(double));
         if (initial_state(&S, NULL, NULL, zop, p0, d) < 0 || op_state(&S, p0, zop, wop, d) < 0) {
             free(zop);
-            free(wop);
             status = EMN_EXIT_FAILED;
             goto done;
         }
     }
     int ist = initial_state(&S, zop, wop, z0, p0, d);
     free(zop);
-    free(wop);
     if (ist < 0) {
         status = EMN_EXIT_INVALID;
         goto done;
@@ -1572,7 +1570,9 @@ int emn_sim_tran(const emn_circuit *c, const emn_sim_opts *o, emn_diag *d, bool 
     emn_form_set_time(f, 0);
     /* the start before any output: a run that cannot start writes no
      * table header and no file */
-    int rc = emn_integ_start(it, 0, z0, p0);
+    int rc = emn_integ_start(it, 0, z0, p0, wop);
+    free(wop);
+    wop = NULL;
     if (rc < 0) {
         integ_error(&S, d, z0);
         status = EMN_EXIT_FAILED;
@@ -1744,6 +1744,7 @@ done:
         emn_integ_lu_stats(it, &res->lu_factors, &res->lu_refactors);
     }
     res->seconds = emn_now() - t_begin;
+    free(wop);
     free(pi0);
     free(Fs0);
     free(pidot0);

@@ -239,6 +239,29 @@ counts=$(printf '%s\n' "$err" | sed -n 's/.*: \([0-9]*\) steps, [0-9]* rejected,
 newton_ok=1
 [ -n "$counts" ] && [ "${counts#* }" -le $((${counts% *} + 4)) ] && newton_ok=0
 ok $newton_ok "rl_rc flux: one Newton iteration a step (steps, iterations: ${counts:-none})" "$err"
+# An RC node under a trapezoid of load current, from its operating point
+# (itrap_rc.cir): the piecewise-exponential solution, and one Newton
+# iteration a step (rejected ones too) and one for the start's probe of
+# the rates, in both formulations.  The operating point's velocities
+# start the run as they are, and no corner needs a solve of its own,
+# not even those where the load's ramps meet 0 A (continuous, but for a
+# test of the values alone a jump: two iterations and a factorization
+# each).
+ITRAP='tau = 1e-3; R = 1e3; y = 0; dy = 0
+       split("0.1e-3 5 0.3e-3 -5 0.6e-3 -5 0.8e-3 5", K)
+       for (j = 1; j < 8; j += 2) { d = t - K[j]; if (d > 0) {
+           y += K[j + 1] * (d - tau * (1 - exp(-d / tau))); dy += K[j + 1] * (1 - exp(-d / tau)) } }
+       W["v(a)"] = 1 - R * y; W["i(c1)"] = -tau * dy; W["i(r1)"] = y'
+for form in charge flux; do
+    tran itrap_rc -form $form
+    check_analytic "$WORK/tbl" $TOL "itrap_rc $form: v(a), i(c1), i(r1) follow the ramp responses (1e-4)" "$ITRAP"
+    run_emnet -form $form -tran "$NETS/itrap_rc.cir"
+    counts=$(printf '%s\n' "$err" | sed -n 's/.*: \([0-9]*\) steps, \([0-9]*\) rejected, \([0-9]*\) Newton iterations.*/\1 \2 \3/p')
+    set -- $counts 0 0 0
+    newton_ok=1
+    [ -n "$counts" ] && [ "$3" -le $(($1 + $2 + 1)) ] && newton_ok=0
+    ok $newton_ok "itrap_rc $form: a Newton iteration a step, one more to start (steps, rejected, iterations: ${counts:-none})" "$err"
+done
 # The same RLC with internal steps capped at 0.1 us (.tran tmax): every
 # combination must come within 2e-5 of the closed form.
 sed 's/^\.tran 10u 2m uic/.tran 10u 2m 0 0.1u uic/' "$NETS/rlc.cir" >"$WORK/rlc_fine.cir"

@@ -82,7 +82,7 @@ static void run(emn_method method, const char *what)
     emn_integ *it = emn_integ_new(f, &o);
     double z0 = 0, p0 = 100e-12 * cv[0];      /* at rest at 1 V: the capacitor's charge */
     emn_form_set_time(f, 0);
-    ok(emn_integ_start(it, 0, &z0, &p0) == 0, "%s: starts", what);
+    ok(emn_integ_start(it, 0, &z0, &p0, NULL) == 0, "%s: starts", what);
 
     int hit[NCORNER] = {0}, steps = 0, off = 0, shape = 0, landing = 0;
     double worst = 0, corner = 0, prev_t = 0;
@@ -191,7 +191,7 @@ static void grid(const char *rgrid, bool want_single, double within, const char 
     emn_lu_set_super_flops(it->lu, 0);
     double *z0 = calloc((size_t)f->n, sizeof(double)), *p0 = calloc((size_t)f->n, sizeof(double));
     emn_form_set_time(f, 0);
-    ok(emn_integ_start(it, 0, z0, p0) == 0, "%s: starts", what);
+    ok(emn_integ_start(it, 0, z0, p0, NULL) == 0, "%s: starts", what);
     int steps = 0;
     bool single = false, dbl = false;
     double worst = 0;
