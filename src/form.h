@@ -193,8 +193,9 @@ typedef struct emn_form {
     /* An order of the coordinates for eliminating the Newton matrix,
      * left by the operating point's analysis of the circuit's reduced
      * system (op.c), for the transient's to try (emn_lu_hint_order); or
-     * NULL */
+     * NULL.  The entries of L it left there (emn_lu_planned_entries). */
     int *order_hint;
+    double order_hint_lnz;
     /* Set before the operating point when a transient follows it: where
      * the operating point factors a matrix of the Newton matrix J's own
      * pattern (op.c, reduce()), it leaves that LU here, analysis and all,

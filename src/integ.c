@@ -1310,7 +1310,7 @@ emn_integ *emn_integ_new(emn_form *f, const emn_integ_opts *o)
      * analysis is the one this LU would make */
     it->lu = f->op_lu ? f->op_lu : emn_lu_new();
     f->op_lu = NULL;
-    if (f->order_hint) emn_lu_hint_order(it->lu, f->order_hint);
+    if (f->order_hint) emn_lu_hint_order(it->lu, f->order_hint, f->order_hint_lnz);
     /* A linear circuit's few factorizations serve every step: kept in
      * single precision, its solves stream half the memory.  A step's
      * solution needs to be good to its error tolerance, and a

@@ -186,6 +186,7 @@ static void leave_order(opsys *o)
     for (int j = 0; j < n; j++) order[cnt[key[j]]++] = j;
     free(o->f->order_hint);
     o->f->order_hint = order;
+    o->f->order_hint_lnz = emn_lu_planned_entries(o->mlu);
     free(pos);
     free(key);
     free(cnt);

@@ -255,6 +255,7 @@ struct emn_lu {
     bool ldl_failed;            /* not positive definite once: KLU from then on */
     double super_flops;         /* the owner's: from this size of L D L' on, supernodal */
     const int *hint;            /* the owner's: an order to try instead of METIS's, or NULL */
+    double hint_lnz;            /* entries of L the hint left where it was made, or 0 */
     /* A matrix for KLU made of many small pieces that no entry joins (an
      * array of separate cells) is factored and solved as two groups of
      * them, side by side (par.h): part[h] holds group h's.  The grouping
@@ -840,22 +841,28 @@ static cholmod_factor *bisected(cholmod_sparse *S, cholmod_common *cc, double ln
  * into 37.4 million entries of L and 1.5e10 flops instead of 42.4 million
  * and 1.88e10, and of 10^5 into 2.77 instead of 3.10 million.  Its
  * analysis costs several of AMD's, so it is tried only where L is large
- * and AMD's fill high; the analysis with the smaller L is kept.  Given a
- * hint (emn_lu_hint_order), that order is tried instead of METIS's. */
+ * and AMD's fill high; the analysis with the smaller L is kept.  With a
+ * hint (emn_lu_hint_order), the analysis in its order (hinted_sym, or
+ * NULL where it failed; freed here) is tried instead of METIS's. */
 #define EMN_ND_MIN_LNZ 1e6
 #define EMN_ND_MIN_FILL 4.0
 
+/* A hinted order is taken without AMD's beside it where it leaves at
+ * most this much more fill than where it was made. */
+#define EMN_HINT_SLACK 1.1
+
 static cholmod_factor *dissected(cholmod_sparse *S, cholmod_common *cc, cholmod_factor *amd, double *lnz,
-                                 const int *hint, bool *hinted)
+                                 cholmod_factor *hinted_sym, bool hint, bool *hinted)
 {
     *hinted = false;
 #if defined(HAVE_CHOLMOD_BISECT)
     double upper_nnz = 0.5 * ((double)S->nzmax + (double)S->nrow);
-    if (*lnz < EMN_ND_MIN_LNZ || *lnz < EMN_ND_MIN_FILL * upper_nnz) return amd;
-    cholmod_factor *nd;
-    if (hint) {
-        nd = analyze_given(S, cc, hint);
-    } else {
+    if (*lnz < EMN_ND_MIN_LNZ || *lnz < EMN_ND_MIN_FILL * upper_nnz) {
+        cholmod_free_factor(&hinted_sym, cc);
+        return amd;
+    }
+    cholmod_factor *nd = hinted_sym;
+    if (!hint) {
         cc->method[0].ordering = CHOLMOD_METIS;
         nd = cholmod_analyze(S, cc);
         cholmod_memory(cc);
@@ -869,10 +876,11 @@ static cholmod_factor *dissected(cholmod_sparse *S, cholmod_common *cc, cholmod_
     }
     cholmod_free_factor(&amd, cc);
     *lnz = nd_lnz;
-    *hinted = hint != NULL;
+    *hinted = hint;
     return nd;
 #else
-    (void)S; (void)cc; (void)lnz; (void)hint;     /* a CHOLMOD without its partition module */
+    (void)S; (void)lnz; (void)hint;     /* a CHOLMOD without its partition module */
+    cholmod_free_factor(&hinted_sym, cc);
     return amd;
 #endif
 }
@@ -973,13 +981,31 @@ static ldl_pattern *analyze_ldl(emn_lu *o, const emn_sparse *A)
 {
     cholmod_sparse S = upper(A);
     cholmod_common *cc = ldl_common(o);
-    cholmod_factor *sym = cholmod_analyze(&S, cc);
-    cholmod_memory(cc);
-    if (!sym) return NULL;
+    /* A hinted order that leaves here about the fill it left where it
+     * was made is taken as it is: it was the better of AMD's and nested
+     * dissection's there, on a pattern that this one extends by a few
+     * leaves (an operating point's, to which the transient's adds a
+     * grid's pads), and AMD's analysis would only lose to it (1.2 s of a
+     * 10^6-node mesh's).  One that fills more is weighed against AMD's
+     * as METIS's would be. */
+    bool hinted = false;
+    cholmod_factor *sym = NULL, *tried = o->hint ? analyze_given(&S, cc, o->hint) : NULL;
+    if (tried && o->hint_lnz > 0 && planned_lnz(tried) <= EMN_HINT_SLACK * o->hint_lnz) {
+        sym = tried;
+        tried = NULL;
+        hinted = true;
+    } else {
+        sym = cholmod_analyze(&S, cc);
+        cholmod_memory(cc);
+        o->stats.ordered++;
+    }
+    if (!sym) {
+        cholmod_free_factor(&tried, cc);
+        return NULL;
+    }
     int n = A->n, n0 = 0, t0 = 0;
     double lnz = planned_lnz(sym);
-    bool hinted;
-    sym = dissected(&S, cc, sym, &lnz, o->hint, &hinted);
+    if (!hinted) sym = dissected(&S, cc, sym, &lnz, tried, o->hint != NULL, &hinted);
     if (hinted) o->stats.hinted++;
     if (lnz >= EMN_LDL_HALVES_MIN) {
         int *perm = emn_xmalloc(((size_t)n + 1) * sizeof(int));
@@ -2435,9 +2461,16 @@ const emn_lu_stats *emn_lu_get_stats(const emn_lu *lu)
     return &lu->stats;
 }
 
-void emn_lu_hint_order(emn_lu *lu, const int *hint)
+void emn_lu_hint_order(emn_lu *lu, const int *hint, double lnz)
 {
     lu->hint = hint;
+    lu->hint_lnz = lnz;
+}
+
+double emn_lu_planned_entries(const emn_lu *lu)
+{
+    const emn_lu *o = lu->share ? lu->share : lu;
+    return o->pat ? (double)o->pat->Lp[o->pat->n] + o->pat->n : 0;
 }
 
 const int *emn_lu_order(const emn_lu *lu)

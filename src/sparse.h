@@ -75,6 +75,7 @@ typedef struct emn_lu_stats {
     long parts;             /* KLU factorizations made as two independent groups (sparse.c) */
     long tiny;              /* factorizations made as small dense blocks (sparse.c) */
     long hinted;            /* L D L' analyses made in the order hinted (emn_lu_hint_order) */
+    long ordered;           /* L D L' analyses that ordered the pattern themselves (AMD's, at least) */
     long single;            /* supernodal L L' factorizations kept in single precision */
 } emn_lu_stats;
 
@@ -137,15 +138,21 @@ void emn_lu_values_change(emn_lu *lu);
  * point's, handed to the transient).  Its counts start again. */
 void emn_lu_keep_pattern(emn_lu *lu);
 /* Before the first factorization, on the LU that makes the analysis: an
- * order of the columns (hint[k]: the k-th eliminated) to try where nested
- * dissection would be (a large L D L' that AMD's order fills many times
- * over), kept if it leaves less fill than AMD's.  An operating point's
- * order of the same circuit spares the transient a METIS run.  hint must
- * stay as it is while lu lives. */
-void emn_lu_hint_order(emn_lu *lu, const int *hint);
+ * order of the columns (hint[k]: the k-th eliminated) that left lnz
+ * entries in L (emn_lu_planned_entries; 0: not known) on the pattern it
+ * was made for, which this one extends.  Where it leaves at most a tenth
+ * more here it is taken with no ordering of this LU's own; otherwise it
+ * is tried where nested dissection would be (a large L D L' that AMD's
+ * order fills many times over) and kept if it leaves less fill than
+ * AMD's.  An operating point's order of the same circuit spares the
+ * transient a METIS run and an AMD one.  hint must stay as it is while
+ * lu lives. */
+void emn_lu_hint_order(emn_lu *lu, const int *hint, double lnz);
 /* The order of lu's L D L' analysis (perm[k]: the k-th column
  * eliminated), or NULL if it has none (KLU's). */
 const int *emn_lu_order(const emn_lu *lu);
+/* The entries of L, diagonal included, that order leaves (0 without). */
+double emn_lu_planned_entries(const emn_lu *lu);
 /* Bytes KLU holds for this LU's factorization (and analysis, if its own). */
 size_t emn_lu_bytes(const emn_lu *lu);
 void emn_lu_free(emn_lu **lu);
