@@ -1635,8 +1635,11 @@ typedef struct super_solve {
  * at a time, buf's load, multiply-subtract and store one number each,
  * held the forward pass of a 10^6-node mesh to 2.3 GB/s of L).  The
  * backward pass goes over the same blocks from the last: each of the
- * four columns' dot product with the rows below the block first, then
- * the triangle from its last column. */
+ * four columns' dot product with the rows below the block first, read
+ * from the last row up (the rows the block before has just solved come
+ * last, so its divisions overlap these sums), then the triangle from
+ * its last column.  The pivots' reciprocals are taken before the chain
+ * of the triangle that needs them. */
 #define EMN_SUPER_PASSES(T, XS, LOAD4, FORWARD, BACKWARD) \
 EMN_CLONES \
 static void FORWARD(const super_solve *S, int s0, int s1, int lim, double *top, double *buf) \
@@ -1737,8 +1740,11 @@ static void BACKWARD(const super_solve *S, int s0, int s1, double *buf) \
     } \
 }
 
-/* The vector loops of the passes: rows i.. of buf against four columns,
- * four rows at a time, leaving i at the first row not done. */
+/* The vector loops of the passes, four rows at a time: forward from row
+ * i (r, for one column) down to the last whole four, leaving it at the
+ * first row not done; backward from r = nrow up to row i, leaving r just
+ * past the last row not done.  One column's dot product keeps two sums,
+ * four columns' one each, so that no add waits on the one before. */
 #ifdef EMN_V4
 #define EMN_SUPER_FORWARD4(LOAD4) \
     for (; i + 4 <= nrow; i += 4) { \
