@@ -1158,7 +1158,8 @@ typedef double v4d __attribute__((vector_size(32)));
 
 /* Four of L's numbers from p as doubles: its own type's load, or single
  * precision widened (element by element, which GCC makes one widening
- * load; a conversion of the whole vector it made two of two). */
+ * load; __builtin_convertvector of the whole vector it made two
+ * half-width conversions). */
 typedef float v4f __attribute__((vector_size(16)));
 #define EMN_LOAD4_double(p) ({ v4d v_; memcpy(&v_, (p), sizeof v_); v_; })
 #define EMN_LOAD4_float(p) ({ v4f f_; memcpy(&f_, (p), sizeof f_); (v4d){f_[0], f_[1], f_[2], f_[3]}; })
