@@ -146,4 +146,20 @@ verdict "MEMS array N=1e3:" "PASS MEMS array N=1e3: time/step within 3x of linea
 verdict "MEMS array N=1e4:" "PASS MEMS array N=1e4: time/step within 3x of linear twin 2.5x (0.005 vs 0.002 s/step, emnet's own timer, side by side)"
 verdict "at most 3 Newton" "FAIL electromechanical arrays: at most 3 Newton/step worst 3.01 (mems-100)"
 
+# --- bench/run itself, on three small cases of three kinds (a deck of
+# the repository's, a generated one, a MEMS array with its twin), emnet
+# alone: every case makes its row, and nothing is left unset on the way.
+BENCH_WORK="$WORK/bw" BENCH_OUT="$WORK/bo" NGSPICE=/nonexistent \
+    "$top_srcdir/bench/run" ibmpg1 small-1e3 mems-10 >"$WORK/run.out" 2>"$WORK/run.err"
+ok $? "bench/run runs ibmpg1, small-1e3 and mems-10" "$(tail -n 5 "$WORK/run.err")"
+bad=$(grep -v '^bench/run: table in \|^[a-z0-9-]*$\|^  [a-z0-9-]*: ' "$WORK/run.err" | head -n 3)
+[ -z "$bad" ]
+ok $? "bench/run says nothing but its progress" "$bad"
+rows=$(awk -F'\t' '$3 ~ /^[0-9.]+$/ { n++ } END { print n + 0 }' "$WORK/bw/results.tsv")
+[ "$rows" = 3 ]
+ok $? "bench/run times every case" "$rows of 3 rows have a time: $(cat "$WORK/bw/results.tsv")"
+twin=$(awk -F'\t' '$1 == "mems-10" { print $23 }' "$WORK/bw/results.tsv")
+case $twin in [0-9]*) ok 0 "bench/run times mems-10's twin beside it" ;;
+*) ok 1 "bench/run times mems-10's twin beside it" "got '$twin'" ;; esac
+
 done_testing
