@@ -42,17 +42,25 @@ function err_ok(c, lim, what) {
 	if (!(c in row) || !num(ee[c])) { say("", what, "no error measured"); return }
 	say(ee[c] <= lim, what, sprintf("%s V", ee[c]))
 }
-function growth(fam, what,    lo, hi, s, c, p) {
-	lo = hi = ""
+function growth(fam, what,    lo, hi, s, c, p, prev, steps, n) {
+	lo = hi = prev = steps = ""
+	n = 0
 	for (s = 3; s <= 6; s++) {
 		c = fam "-1e" s
 		if (!(c in tps) || !num(un[c])) continue
 		if (lo == "") lo = c
-		hi = c
+		# each step from one timed size to the next, to show where the
+		# growth comes from (a size that fits in the cache next to one
+		# that does not)
+		if (prev != "") {
+			steps = steps sprintf("%sN^%.2f", n++ ? ", " : "", log(tps[c] / tps[prev]) / log(un[c] / un[prev]))
+		}
+		prev = hi = c
 	}
 	if (lo == "" || lo == hi) { say("", what, "needs two sizes"); return }
 	p = log(tps[hi] / tps[lo]) / log(un[hi] / un[lo])
 	wall = (lo in wps) && (hi in wps) && tkind == "CPU" ? sprintf("; wall N^%.2f", log(wps[hi] / wps[lo]) / log(un[hi] / un[lo])) : ""
+	if (n > 1) wall = wall "; size to size " steps
 	say(p <= 1.1, what, sprintf("N^%.2f from %s to %s unknowns (%.3g to %.3g %s s/step%s)", p, un[lo], un[hi], tps[lo], tps[hi], tkind, wall))
 }
 END {
