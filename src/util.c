@@ -34,7 +34,7 @@ static void out_of_memory(size_t size)
  * operating point allocate and free arrays of tens to hundreds of MiB,
  * and a freed block's pages then serve the next ones instead of fresh
  * pages mapped again.  A fresh page costs far more than its bytes here:
- * on the benchmark machine, first writes ran at 0.6 to 2.6 GB/s against
+ * on the benchmark machine, first writes ran at 0.4 to 2.6 GB/s against
  * 10 GB/s for a second write, and a 10^6-node mesh's transient mapped
  * 4.4 GB for a 2.6 GB peak when blocks over 32 MiB had their own
  * mappings (1.09 million page faults; 0.65 million now, system time 4.1

@@ -151,7 +151,7 @@ verdict "at most 3 Newton" "FAIL electromechanical arrays: at most 3 Newton/step
 # --- bench/run itself, on three small cases of three kinds (a deck of
 # the repository's, a generated one, a MEMS array with its twin), emnet
 # alone: every case makes its row, and nothing is left unset on the way.
-BENCH_WORK="$WORK/bw" BENCH_OUT="$WORK/bo" NGSPICE=/nonexistent \
+EMNET="$EMNET" BENCH_WORK="$WORK/bw" BENCH_OUT="$WORK/bo" NGSPICE=/nonexistent \
     "$top_srcdir/bench/run" ibmpg1 small-1e3 mems-10 >"$WORK/run.out" 2>"$WORK/run.err"
 ok $? "bench/run runs ibmpg1, small-1e3 and mems-10" "$(tail -n 5 "$WORK/run.err")"
 bad=$(grep -v '^bench/run: table in \|^[a-z0-9-]*$\|^  [a-z0-9-]*: ' "$WORK/run.err" | head -n 3)
