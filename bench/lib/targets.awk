@@ -94,19 +94,15 @@ END {
 	for (s = 1; s <= 4; s++) {
 		sz = s == 1 ? "10" : s == 2 ? "100" : "1e" s
 		a = "mems-" sz; b = "memslin-" sz
+		if (!(a in own)) continue
 		# the twin timed beside the array, else the twin's own case
-		how = "side by side"
-		if (a in twin) lin = twin[a]
+		if (a in twin) { lin = twin[a]; how = "side by side" }
 		else if (b in own) { lin = own[b]; how = "twin's own case" }
 		else continue
-		if (!(a in own)) continue
 		n++
-		if (lin <= 0) {
-			say("", "MEMS array N=" sz ": time/step within 3x of linear twin", "too short to time")
-			continue
-		}
-		say(own[a] <= 3 * lin, "MEMS array N=" sz ": time/step within 3x of linear twin", \
-			sprintf("%.1fx (%.3g vs %.3g s/step, emnet's own timer, %s)", own[a] / lin, own[a], lin, how))
+		what = "MEMS array N=" sz ": time/step within 3x of linear twin"
+		if (lin <= 0) { say("", what, "too short to time"); continue }
+		say(own[a] <= 3 * lin, what, sprintf("%.1fx (%.3g vs %.3g s/step, emnet's own timer, %s)", own[a] / lin, own[a], lin, how))
 	}
 	if (!n) say("", "MEMS array time/step within 3x of its linear twin", "")
 	worst = ""; n = 0
