@@ -86,20 +86,25 @@ ok $? "dccmp.awk: ngspice's table of bare names" "got '$got', want '5.000e-04 n1
 # --- targets.awk, through bench/run --table.  results.tsv's fields (bench/run,
 # ORDER results.tsv): case unknowns emnet_s ngspice_s emnet_KiB ngspice_KiB
 # steps rejected newton LU ng_eqs ng_steps ng_rej ng_newton err ng_err
-# |em-ng| reference note emnet_cpu ngspice_cpu emnet_own twin_own_per_step.
-row() {     # row CASE UNKNOWNS EMNET_S NGSPICE_S EMNET_KIB NG_KIB STEPS NEWTON ERR NG_ERR CPU OWN [TWIN]
+# |em-ng| reference note emnet_cpu ngspice_cpu emnet_own twin_own_per_step
+# extra_step_own.
+row() {     # row CASE UNKNOWNS EMNET_S NGSPICE_S EMNET_KIB NG_KIB STEPS NEWTON ERR NG_ERR CPU OWN [TWIN [EXTRA]]
     [ $# -ge 13 ] || set -- "$@" -
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t0\t%s\t5\t-\t-\t-\t-\t%s\t%s\t-\tref\t\t%s\t-\t%s\t%s\n' "$@"
+    [ $# -ge 14 ] || set -- "$@" -
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t0\t%s\t5\t-\t-\t-\t-\t%s\t%s\t-\tref\t\t%s\t-\t%s\t%s\t%s\n' "$@"
 }
 {
     # 99.9x: short of 100; memory at exactly half; error at exactly 0.1 mV
     row ibmpg1t 25372 1.5 149.85 50000 100000 2000 2100 1.0e-04 5.4e-05 3.0 -
-    # the smallest size ran under 0.1 s of CPU: left out of the growth
-    row rc-1e3 1000 0.05 0.1 1 1 100 100 1e-6 1e-6 0.05 -
+    # the smallest size ran under 0.1 s of CPU: left out of the growth,
+    # but not out of the steps alone (the extra steps of a run twice as
+    # long, own timer): 1e-4 s a step at 10^3, 1000^1.02 times that at
+    # 10^6 (0.114815 s): N^1.02, shown beside and not judged
+    row rc-1e3 1000 0.05 0.1 1 1 100 100 1e-6 1e-6 0.05 - - 1e-4
     # time per step 0.01 s at 10^4 and 100^1.05 times that at 10^6:
     # N^1.05; the mesh's 100^1.15 times: N^1.15
     row rc-1e4 10000 1.0 5 1 1 100 100 1e-6 1e-6 1.0 -
-    row rc-1e6 1000000 100 - 1 - 100 100 - - 125.89 -
+    row rc-1e6 1000000 100 - 1 - 100 100 - - 125.89 - - 0.114815
     row mesh-1e4 10000 1.0 5 1 1 100 100 1e-6 1e-6 1.0 -
     row mesh-1e6 1000000 100 - 8388608 - 100 100 - - 199.53 -
     # ngspice stopped at 300 s: at least 300x; error below ngspice's
@@ -134,6 +139,9 @@ verdict "ibmpg1t worst error" "PASS ibmpg1t worst error at most 0.1 mV 1.0e-04 V
 verdict "ibmpg1t peak memory" "PASS ibmpg1t peak memory at most half of ngspice's 49 MiB vs 98 MiB"
 verdict "ibmpg1 DC at least" "NOT RUN ibmpg1 DC at least 10x faster than ngspice no ngspice time"
 verdict "RC ladder time per step" "PASS RC ladder time per step grows at most ~N^1.1 N^1.05 from 10000 to 1000000 unknowns (0.01 to 1.26 CPU s/step"
+got=$(grep -F "RC ladder time per step" "$WORK/table")
+case $got in *"; steps alone N^1.02 from 1000 to 1000000 (own clock))") ok 0 "targets.awk shows the steps alone beside the growth" ;;
+*) ok 1 "targets.awk shows the steps alone beside the growth" "got '$got'" ;; esac
 # and size to size: mesh-1e5's 1.0 s over 100 steps is mesh-1e4's time
 # per step (N^0.00), so the whole growth is in the last decade (N^2.30)
 verdict "RLC mesh time per step" "FAIL RLC mesh time per step grows at most ~N^1.1 N^1.15 from 10000 to 1000000 unknowns (0.01 to 2 CPU s/step; wall N^1.00; size to size N^0.00, N^2.30)"
@@ -148,20 +156,30 @@ verdict "MEMS array N=1e3:" "PASS MEMS array N=1e3: time/step within 3x of linea
 verdict "MEMS array N=1e4:" "PASS MEMS array N=1e4: time/step within 3x of linear twin 2.5x (0.005 vs 0.002 s/step, emnet's own timer, side by side)"
 verdict "at most 3 Newton" "FAIL electromechanical arrays: at most 3 Newton/step worst 3.01 (mems-100)"
 
-# --- bench/run itself, on three small cases of three kinds (a deck of
-# the repository's, a generated one, a MEMS array with its twin), emnet
-# alone: every case makes its row, and nothing is left unset on the way.
+# --- bench/run itself, on four small cases of four kinds (a deck of
+# the repository's, a generated grid with its run twice as long, a
+# small circuit, a MEMS array with its twin), emnet alone: every case
+# makes its row, and nothing is left unset on the way.
 EMNET="$EMNET" BENCH_WORK="$WORK/bw" BENCH_OUT="$WORK/bo" NGSPICE=/nonexistent \
-    "$top_srcdir/bench/run" ibmpg1 small-1e3 mems-10 >"$WORK/run.out" 2>"$WORK/run.err"
-ok $? "bench/run runs ibmpg1, small-1e3 and mems-10" "$(tail -n 5 "$WORK/run.err")"
+    "$top_srcdir/bench/run" ibmpg1 rc-1e3 small-1e3 mems-10 >"$WORK/run.out" 2>"$WORK/run.err"
+ok $? "bench/run runs ibmpg1, rc-1e3, small-1e3 and mems-10" "$(tail -n 5 "$WORK/run.err")"
 bad=$(grep -v '^bench/run: table in \|^[a-z0-9-]*$\|^  [a-z0-9-]*: ' "$WORK/run.err" | head -n 3)
 [ -z "$bad" ]
 ok $? "bench/run says nothing but its progress" "$bad"
 rows=$(awk -F'\t' '$3 ~ /^[0-9.]+$/ { n++ } END { print n + 0 }' "$WORK/bw/results.tsv")
-[ "$rows" = 3 ]
-ok $? "bench/run times every case" "$rows of 3 rows have a time: $(cat "$WORK/bw/results.tsv")"
+[ "$rows" = 4 ]
+ok $? "bench/run times every case" "$rows of 4 rows have a time: $(cat "$WORK/bw/results.tsv")"
 twin=$(awk -F'\t' '$1 == "mems-10" { print $23 }' "$WORK/bw/results.tsv")
 case $twin in [0-9]*) ok 0 "bench/run times mems-10's twin beside it" ;;
 *) ok 1 "bench/run times mems-10's twin beside it" "got '$twin'" ;; esac
+# rc-1e3 twice as long: twice the steps (within a twentieth: the first
+# steps from rest are not repeated), so its extra steps are timed
+steps=$(awk -F'\t' '$1 == "rc-1e3" { print $7 }' "$WORK/bw/results.tsv")
+long=$(sed -n 's/.*: \([0-9]*\) steps,.*/\1/p' "$WORK/bw/rc-1e3/l1.err")
+[ -n "$steps" ] && [ $((20 * long)) -ge $((39 * steps)) ] && [ $((20 * long)) -le $((41 * steps)) ] 2>/dev/null
+ok $? "rc-1e3's long run takes twice the steps" "$steps steps, long run $long"
+extra=$(awk -F'\t' '$1 == "rc-1e3" { print $24 }' "$WORK/bw/results.tsv")
+case $extra in [0-9]*) ok 0 "bench/run times rc-1e3's extra steps" ;;
+*) ok 1 "bench/run times rc-1e3's extra steps" "got '$extra'" ;; esac
 
 done_testing
