@@ -181,5 +181,9 @@ ok $? "rc-1e3's long run takes twice the steps" "$steps steps, long run $long"
 extra=$(awk -F'\t' '$1 == "rc-1e3" { print $24 }' "$WORK/bw/results.tsv")
 case $extra in [0-9]*) ok 0 "bench/run times rc-1e3's extra steps" ;;
 *) ok 1 "bench/run times rc-1e3's extra steps" "got '$extra'" ;; esac
+# the machine's cost of fresh memory, on the report's last line
+fresh=$(tail -n 1 "$WORK/run.out")
+case $fresh in "fresh memory: 1 GiB first written in "[0-9]*" s, "*) ok 0 "bench/run ends with what fresh memory costs" ;;
+*) ok 1 "bench/run ends with what fresh memory costs" "got '$fresh'" ;; esac
 
 done_testing
