@@ -303,9 +303,8 @@ void emn_form_rest_fix(const emn_form *f, const double *hz, double a, double ia,
  * first row whose w is not finite and the first whose residual is not
  * (-1: none); the caller sets them (true, -1, -1) before.
  * emn_form_step_half gives half h's rows [i0, i1) of the evaluation's
- * split and their positions r[4] in the four matrices;
- * emn_form_step_rows does rows [i0, i1) of half h, from positions r,
- * which it advances, so that a half may be done in blocks in order.
+ * split; emn_form_step_rows does rows [i0, i1) of half h, so that a half
+ * may be done in blocks.
  * emn_form_in_halves runs fn in the evaluation's halves (side by side
  * for a large circuit, as half 0 alone otherwise), whose split its
  * timings may move; the halves' rows must be asked for in each run. */
@@ -316,8 +315,8 @@ typedef struct emn_step_check {
     bool ok[2];
     int bad_w[2], bad_r[2];
 } emn_step_check;
-void emn_form_step_half(const emn_form *f, int h, int *i0, int *i1, int *r);
-void emn_form_step_rows(const emn_form *f, const double *w, emn_step_check *C, int h, int i0, int i1, int *r);
+void emn_form_step_half(const emn_form *f, int h, int *i0, int *i1);
+void emn_form_step_rows(const emn_form *f, const double *w, emn_step_check *C, int h, int i0, int i1);
 void emn_form_in_halves(const emn_form *f, emn_par_fn fn, void *arg);
 
 /* Fill f->J.Ax with the Newton matrix for leading coefficient a. */

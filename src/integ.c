@@ -1984,11 +1984,11 @@ static void step_half(void *arg, int h)
 {
     step_job *J = arg;
     emn_integ *it = J->it;
-    int i0, i1, r[4];
-    emn_form_step_half(it->f, h, &i0, &i1, r);
+    int i0, i1;
+    emn_form_step_half(it->f, h, &i0, &i1);
     for (int b = i0; b < i1; b += EMN_STEP_BLOCK) {
         int e = i1 - b > EMN_STEP_BLOCK ? b + EMN_STEP_BLOCK : i1;
-        emn_form_step_rows(it->f, it->wtry, &J->C, h, b, e, r);
+        emn_form_step_rows(it->f, it->wtry, &J->C, h, b, e);
         if (J->lte) lte_rows(J->lte, h, b, e);
     }
 }
