@@ -3333,9 +3333,11 @@ const emn_expr *emn_form_xnode(const emn_form *f, int node)
     return node == 0 || !ex_at(f->xnode, node) ? emn_expr_num(f->ar, 0) : f->xnode[node];
 }
 
-int emn_form_count(const emn_circuit *c, emn_form_kind kind, int *ne, int *nm)
+/* The electrical coordinates of the charge formulation (want[0]) and of
+ * the flux one (want[1]) into nel[0], nel[1], from one topology: -1 if
+ * it is invalid. */
+static int count_electrical(const emn_circuit *c, const bool want[2], int nel[2])
 {
-    /* the topology alone: loops and node groups are counted, not built */
     emn_diag d = {0};
     egraph eg;
     egraph_build(c, &eg, false);
@@ -3343,16 +3345,17 @@ int emn_form_count(const emn_circuit *c, emn_form_kind kind, int *ne, int *nm)
     emn_topo_forest(&eg.g, &fr);
     int status = check_cutsets(c, &eg, &fr, &d);
     if (check_vloops(c, &eg, &d) < 0) status = -1;
-    int nel = 0;
-    if (status == 0 && kind == EMN_FORM_CHARGE) {
+    nel[0] = nel[1] = 0;
+    if (status == 0 && want[0]) {
         for (int b = 0; b < eg.g.nbranches; b++)
-            if (!fr.in_tree[b] && eg.rank[b] >= 0) nel++;      /* current sources prescribe theirs */
-    } else if (status == 0) {
+            if (!fr.in_tree[b] && eg.rank[b] >= 0) nel[0]++;   /* current sources prescribe theirs */
+    }
+    if (status == 0 && want[1]) {
         int nn = c->nodes.n;
         int *rank = emn_xmalloc((size_t)eg.g.nbranches * sizeof(int) + 1);
         int *group_coord = emn_xmalloc((size_t)nn * sizeof(int) + 1);
         emn_forest cf;
-        nel = flux_groups(c, &eg, &fr, rank, &cf, group_coord, NULL, NULL);
+        nel[1] = flux_groups(c, &eg, &fr, rank, &cf, group_coord, NULL, NULL);
         emn_topo_forest_free(&cf);
         free(rank);
         free(group_coord);
@@ -3360,13 +3363,37 @@ int emn_form_count(const emn_circuit *c, emn_form_kind kind, int *ne, int *nm)
     emn_topo_forest_free(&fr);
     egraph_free(&eg);
     emn_diag_free(&d);
-    if (status < 0) return -1;
+    return status;
+}
+
+static int count_mechanical(const emn_circuit *c)
+{
     int nmech = 0;
     for (int v = 1; v < c->nodes.n; v++)
         if (c->nodes.v[v].dom == EMN_DOM_MECH && c->nodes.v[v].jdef < 0) nmech++;
-    if (ne) *ne = nel;
+    return nmech;
+}
+
+int emn_form_count(const emn_circuit *c, emn_form_kind kind, int *ne, int *nm)
+{
+    /* the topology alone: loops and node groups are counted, not built */
+    bool want[2] = {kind == EMN_FORM_CHARGE, kind != EMN_FORM_CHARGE};
+    int nel[2];
+    if (count_electrical(c, want, nel) < 0) return -1;
+    int nmech = count_mechanical(c);
+    if (ne) *ne = nel[want[1]];
     if (nm) *nm = nmech;
-    return nel + nmech;
+    return nel[want[1]] + nmech;
+}
+
+int emn_form_count_both(const emn_circuit *c, int *ncharge, int *nflux)
+{
+    int nel[2];
+    if (count_electrical(c, (const bool[2]){true, true}, nel) < 0) return -1;
+    int nmech = count_mechanical(c);
+    *ncharge = nel[0] + nmech;
+    *nflux = nel[1] + nmech;
+    return 0;
 }
 
 /* -------------------------------------------------------------- printing */

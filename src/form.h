@@ -248,6 +248,10 @@ void emn_form_free(emn_form **f);
  * Returns -1 on an invalid topology; what only the terms show (a
  * coordinate on which nothing stores energy) is left to emn_form_build. */
 int emn_form_count(const emn_circuit *c, emn_form_kind kind, int *ne, int *nm);
+/* Both formulations' numbers of coordinates from one reading of the
+ * topology (for -form auto: the two share all but their last count): 0,
+ * or -1 on an invalid topology. */
+int emn_form_count_both(const emn_circuit *c, int *ncharge, int *nflux);
 
 /* Append coordinate j's printed name to out: q1 (loop), lambda(out)
  * (node group), x(cone) (mechanical); out->v is then NUL-terminated. */

@@ -220,8 +220,8 @@ int emn_sim_prepare(emn_circuit *c, emn_diag *d)
 
 emn_form_kind emn_sim_auto_form(const emn_circuit *c)
 {
-    int nq = emn_form_count(c, EMN_FORM_CHARGE, NULL, NULL);
-    int nf = emn_form_count(c, EMN_FORM_FLUX, NULL, NULL);
+    int nq, nf;
+    if (emn_form_count_both(c, &nq, &nf) < 0) return EMN_FORM_FLUX;
     if (nq >= 0 && (nf < 0 || nq < nf)) return EMN_FORM_CHARGE;
     return EMN_FORM_FLUX;
 }

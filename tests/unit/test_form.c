@@ -736,6 +736,11 @@ static void run_case(const fcase *fc)
         printf("# got %d (%d electrical, %d mechanical)\n", f->n, f->ne, f->nm);
     int cne = -1, cnm = -1, cn = emn_form_count(c, fc->kind, &cne, &cnm);
     ok(cn == fc->n && cne == fc->ne && cnm == fc->nm, "%s %s: emn_form_count agrees", fc->label, fname);
+    int both[2] = {-1, -1};
+    emn_form_kind other = fc->kind == EMN_FORM_FLUX ? EMN_FORM_CHARGE : EMN_FORM_FLUX;
+    ok(emn_form_count_both(c, &both[0], &both[1]) == 0 && both[fc->kind == EMN_FORM_FLUX] == fc->n &&
+           both[other == EMN_FORM_FLUX] == emn_form_count(c, other, NULL, NULL),
+       "%s %s: emn_form_count_both agrees", fc->label, fname);
     int order_ok = 1;
     for (int j = 0; j < f->n; j++)
         if ((f->coord[j].kind == EMN_COORD_MECH) != (j >= f->ne)) order_ok = 0;
@@ -971,8 +976,13 @@ static void run_bad(const bad_case *bc)
         }
         /* counting looks at the topology only; storage needs the terms */
         if (strncmp(bc->msg, "nothing stores", 14) != 0)
+        {
+            int nq, nf;
             ok(emn_form_count(c, kind, NULL, NULL) == -1, "%s (%s): emn_form_count says invalid", bc->label,
                fname);
+            ok(emn_form_count_both(c, &nq, &nf) == -1, "%s (%s): emn_form_count_both says invalid", bc->label,
+               fname);
+        }
         emn_form_free(&f);
         emn_netlist_free(&c);
     }
