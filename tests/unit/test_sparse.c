@@ -352,12 +352,10 @@ static void test_tridiagonal(void)
     const emn_lu_stats *st = emn_lu_get_stats(lu);
     ok(emn_lu_factor(lu, &A, NULL) == 0 && emn_lu_solve(lu, x) == 0, "tridiagonal: factor and solve");
     /* a chain's elimination tree has no halves in AMD's order: the
-     * separator of a bisection gives them (CHOLMOD's partition module) */
-#if defined(HAVE_CHOLMOD_BISECT) && defined(HAVE_CHOLMOD_CAMD)
-    ok(st->ldl == 1 && st->halves == 1, "tridiagonal: L D L' solved in two halves of a bisection (%ld)", st->halves);
-#else
-    ok(st->ldl == 1 && st->halves == 0, "tridiagonal: L D L', in one pass (CHOLMOD has no partition module)");
-#endif
+     * middle of that order cuts it, without METIS's separator */
+    ok(st->ldl == 1 && st->halves == 1 && st->cut_by[0] == 1 && st->cut_by[1] == 0,
+       "tridiagonal: L D L' solved in two halves, cut from AMD's order (%ld, %ld, %ld)", st->halves,
+       st->cut_by[0], st->cut_by[1]);
     double err = 0;
     for (int i = 0; i < n; i++) err = fmax(err, fabs(x[i] - sin(h * (i + 1))));
     /* cond(A) ~ 4n^2/pi^2 ~ 4e9, so ~1e-6 absolute is what double allows */
@@ -1319,7 +1317,10 @@ static void test_eigen(void)
     enum { M = 7 };
     double l[M] = {3.5, -1.25, 0, 2, 1e-3, 0, 7}, w[M], q[M * M], a[M * M], a0[M * M], d[M], v[M * M];
     double ww = 0;
-    for (int i = 0; i < M; i++) ww += (w[i] = rnd_unit() + (i == 2 ? 2 : 0)) * w[i];
+    for (int i = 0; i < M; i++) {
+        w[i] = rnd_unit() + (i == 2 ? 2 : 0);
+        ww += w[i] * w[i];
+    }
     for (int i = 0; i < M; i++)
         for (int j = 0; j < M; j++) q[i * M + j] = (i == j) - 2 * w[i] * w[j] / ww;
     for (int i = 0; i < M; i++)
@@ -1383,8 +1384,63 @@ static void test_eigen(void)
        off);
 }
 
+/* Chains that AMD's order cannot halve, solved against a known x: a
+ * ring of n nodes (AMD's order cut where it is halfway round, by the
+ * two nodes that close the ring) and strips of a grid W nodes wide,
+ * each node tied to ground.  Two wide, the strip is cut from AMD's
+ * order by two nodes; three wide, the rest of the order after its
+ * first half fills more than that cut allows, and METIS's separator
+ * cuts it instead (where CHOLMOD has its partition module). */
+static void chain_solve(const char *what, int n, int W, bool ring, int want_by)
+{
+    emn_sparse A;
+    emn_sparse_init(&A, n);
+    for (int j = 0; j < n; j++) {
+        emn_sparse_reserve(&A, j, j);
+        int r = j % W;
+        int across = ring ? (j + 1) % n : r + 1 < W ? j + 1 : -1, along = !ring && j + W < n ? j + W : -1;
+        if (across >= 0) { emn_sparse_reserve(&A, across, j); emn_sparse_reserve(&A, j, across); }
+        if (along >= 0) { emn_sparse_reserve(&A, along, j); emn_sparse_reserve(&A, j, along); }
+    }
+    emn_sparse_finalize(&A);
+    double *x = emn_xmalloc((size_t)n * sizeof *x), *want = emn_xmalloc((size_t)n * sizeof *x);
+    for (int i = 0; i < n; i++) want[i] = cos(0.001 * i) + (i % 7) * 0.1;
+    for (int i = 0; i < n; i++) x[i] = 0;
+    for (int j = 0; j < n; j++)
+        for (int p = A.Ap[j]; p < A.Ap[j + 1]; p++) {
+            A.Ax[p] = A.Ai[p] == j ? 4.5 : -1.0;
+            x[A.Ai[p]] += A.Ax[p] * want[j];
+        }
+    emn_lu *lu = emn_lu_new();
+    const emn_lu_stats *st = emn_lu_get_stats(lu);
+    ok(emn_lu_factor(lu, &A, NULL) == 0 && emn_lu_solve(lu, x) == 0, "%s: factor and solve", what);
+    double err = 0;
+    for (int i = 0; i < n; i++) err = fmax(err, fabs(x[i] - want[i]));
+    ok(err < 1e-12, "%s: max error %.3g", what, err);
+#if !(defined(HAVE_CHOLMOD_BISECT) && defined(HAVE_CHOLMOD_CAMD))
+    if (want_by == 1) want_by = -1;
+#endif
+    ok(st->ldl == 1 && st->halves == (want_by >= 0) && st->cut_by[0] == (want_by == 0) &&
+           st->cut_by[1] == (want_by == 1),
+       "%s: solved in two halves, cut %s (%ld halves, cut by order %ld, by METIS %ld)", what,
+       want_by == 0 ? "from AMD's order" : want_by == 1 ? "by METIS's separator" : "not at all", st->halves,
+       st->cut_by[0], st->cut_by[1]);
+    emn_lu_free(&lu);
+    free(x);
+    free(want);
+    emn_sparse_free(&A);
+}
+
+static void test_chains(void)
+{
+    chain_solve("ring", 60000, 1, true, 0);
+    chain_solve("strip 2 wide", 80000, 2, false, 0);
+    chain_solve("strip 3 wide", 90000, 3, false, 1);
+}
+
 int main(void)
 {
+
     test_empty();
     test_eigen();
     test_pattern();
@@ -1394,6 +1450,7 @@ int main(void)
     test_keep_pattern();
     test_singular();
     test_tridiagonal();
+    test_chains();
     test_network();
     test_ldl();
     test_halves();
