@@ -1449,26 +1449,10 @@ static int *bucket_couplings(const emn_form *f, const tcouplings *tc, bool sourc
 #define EMN_LIN_HALVES_MIN 50000
 
 /* Where the evaluations' halves meet: at first f->lin_mid, then where
- * their measured times say (par.h); r[q] is the first of lin[q]'s rows
- * at or past s.mid. */
+ * their measured times say (par.h). */
 typedef struct emn_lin_split {
     emn_par_split s;
-    int r[4];
 } emn_lin_split;
-
-static void split_at(const emn_form *f, emn_lin_split *L)
-{
-    for (int q = 0; q < 4; q++) {
-        const emn_cmat *m = &f->lin[q];
-        int lo = 0, hi = m->nrows;      /* the first row at or past mid */
-        while (lo < hi) {
-            int c = lo + (hi - lo) / 2;
-            if (m->rows[c] < L->s.mid) lo = c + 1;
-            else hi = c;
-        }
-        L->r[q] = lo;
-    }
-}
 
 /* The row that splits the linear part of an evaluation (the copy of the
  * constant parts, a row each, and the four matrices' entries) in two
@@ -1493,7 +1477,6 @@ static void split_rows(emn_form *f)
     f->lin_split = emn_xcalloc(1, sizeof *f->lin_split);
     f->lin_split->s.mid = lo;
     f->lin_split->s.n = n;
-    split_at(f, f->lin_split);
 }
 
 /* The four constant matrices (dp/dz, dp/dw, dF/dz, dF/dw of the linear
@@ -2445,40 +2428,89 @@ static void cmat_add(const emn_cmat *M, const double *x, double *y, double *scal
     }
 }
 
-/* Rows [i0, i1) of it, from position r0[q] to r1[q] of lin[q]'s rows:
- * p = pt + dp/dz z + dp/dw w and F = ft + dF/dz z + dF/dw w, row by row,
- * the four matrices walked side by side, so that each row of p, F and
- * scale is written once and pt and ft are read once (matrix by matrix,
- * each pass read and wrote p, F and scale again: at 10^6 unknowns the
- * evaluation streamed half again as many bytes).
- * A row's sums run in the same order whatever the rows' split. */
-static void lin_rows(const lin_part *L, int i0, int i1, const int *r0, const int *r1)
+/* Row i's entries of one matrix (row pointers rp), walked from *k on:
+ * added to s, and with mag their magnitudes to *m.  With hz, the
+ * coordinates are z = (w - hz) ia, made from x = w where they are read
+ * (a linear step's z are not written yet when another half's row reads
+ * them).  Inlined with k a caller's local, the walk's position stays in
+ * a register: as cursors into the rows with entries, kept in an array
+ * the row loop's stores might reach, the positions went to the stack
+ * and back at every row (emn_form_step_rows). */
+static inline __attribute__((always_inline)) double walk_row(const int *rp, const int *col, const double *val,
+                                                             int *k, int i, const double *x, const double *hz,
+                                                             double ia, double s, double *m, bool mag)
+{
+    double a = mag ? *m : 0;
+    for (int e = rp[i + 1]; *k < e; (*k)++) {
+        int c = col[*k];
+        double d = val[*k] * (hz ? (x[c] - hz[c]) * ia : x[c]);
+        s += d;
+        if (mag) a += fabs(d);
+    }
+    if (mag) *m = a;
+    return s;
+}
+
+/* The four matrices' row pointers, columns and values, in locals. */
+typedef struct lin_walk {
+    const int *rp[4], *col[4];
+    const double *val[4];
+} lin_walk;
+
+static inline __attribute__((always_inline)) lin_walk walk_of(const emn_form *f)
+{
+    lin_walk W;
+    for (int q = 0; q < 4; q++) {
+        W.rp[q] = f->lin[q].rptr;
+        W.col[q] = f->lin[q].col;
+        W.val[q] = f->lin[q].val;
+    }
+    return W;
+}
+
+/* Rows [i0, i1) of it: p = pt + dp/dz z + dp/dw w and F = ft + dF/dz z +
+ * dF/dw w, row by row, the four matrices walked side by side, so that
+ * each row of p, F and scale is written once and pt and ft are read once
+ * (matrix by matrix, each pass read and wrote p, F and scale again: at
+ * 10^6 unknowns the evaluation streamed half again as many bytes).  A
+ * row's sums run in the same order whatever the rows' split.  Inlined
+ * with mag (scale wanted), zt (dp/dz or dF/dz has entries) and wt (the
+ * w terms: not `rest`) constant. */
+static inline __attribute__((always_inline)) void lin_rows_with(const lin_part *L, int i0, int i1, bool mag,
+                                                                 bool zt, bool wt)
 {
     const emn_form *f = L->f;
-    const emn_cmat *M = f->lin;
+    const lin_walk W = walk_of(f);
     const double *pt = f->pt, *ft = f->ft, *z = L->z, *w = L->w;
     double *p = L->p, *F = L->F, *scale = L->scale;
-    int r[4], end[4];
-    for (int q = 0; q < 4; q++) {
-        r[q] = r0[q];
-        end[q] = L->rest && (q & 1) ? r0[q] : r1[q];    /* at w = 0: no w terms */
-    }
-    if (!scale) {
-        for (int i = i0; i < i1; i++) {
-            p[i] = row_add(&M[1], &r[1], end[1], i, w, row_add(&M[0], &r[0], end[0], i, z, pt[i], NULL), NULL);
-            F[i] = row_add(&M[3], &r[3], end[3], i, w, row_add(&M[2], &r[2], end[2], i, z, ft[i], NULL), NULL);
-        }
-        return;
-    }
+    int k0 = W.rp[0][i0], k1 = W.rp[1][i0], k2 = W.rp[2][i0], k3 = W.rp[3][i0];
     for (int i = i0; i < i1; i++) {
-        double a = fabs(pt[i]) + fabs(ft[i]);
-        double pi = row_add(&M[0], &r[0], end[0], i, z, pt[i], &a);
-        pi = row_add(&M[1], &r[1], end[1], i, w, pi, &a);
-        double Fi = row_add(&M[2], &r[2], end[2], i, z, ft[i], &a);
-        Fi = row_add(&M[3], &r[3], end[3], i, w, Fi, &a);
+        double a = mag ? fabs(pt[i]) + fabs(ft[i]) : 0;
+        double pi = pt[i], Fi = ft[i];
+        if (zt) pi = walk_row(W.rp[0], W.col[0], W.val[0], &k0, i, z, NULL, 0, pi, &a, mag);
+        if (wt) pi = walk_row(W.rp[1], W.col[1], W.val[1], &k1, i, w, NULL, 0, pi, &a, mag);
+        if (zt) Fi = walk_row(W.rp[2], W.col[2], W.val[2], &k2, i, z, NULL, 0, Fi, &a, mag);
+        if (wt) Fi = walk_row(W.rp[3], W.col[3], W.val[3], &k3, i, w, NULL, 0, Fi, &a, mag);
         p[i] = pi;
         F[i] = Fi;
-        scale[i] = a;
+        if (mag) scale[i] = a;
+    }
+}
+
+static void lin_rows(const lin_part *L, int i0, int i1)
+{
+    const emn_form *f = L->f;
+    bool zt = f->lin[0].nnz > 0 || f->lin[2].nnz > 0;
+    /* at w = 0 (rest): no w terms, and no scale */
+    if (L->rest) {
+        if (zt) lin_rows_with(L, i0, i1, false, true, false);
+        else lin_rows_with(L, i0, i1, false, false, false);
+    } else if (!L->scale) {
+        if (zt) lin_rows_with(L, i0, i1, false, true, true);
+        else lin_rows_with(L, i0, i1, false, false, true);
+    } else {
+        if (zt) lin_rows_with(L, i0, i1, true, true, true);
+        else lin_rows_with(L, i0, i1, true, false, true);
     }
 }
 
@@ -2499,13 +2531,11 @@ static void batches_half(emn_form *f, int h, const double *z, const double *w, c
 }
 
 /* Half h's rows [i0, i1) of the evaluation's split (all of them as half
- * 0 when it is not split) and where they start in each of the four
- * matrices' rows. */
-static void half_rows(const emn_form *f, int h, int *i0, int *i1, int r[4])
+ * 0 when it is not split). */
+static void half_rows(const emn_form *f, int h, int *i0, int *i1)
 {
     const emn_lin_split *S = f->lin_split;
     int mid = S ? S->s.mid : f->n;
-    for (int q = 0; q < 4; q++) r[q] = h ? S->r[q] : 0;
     *i0 = h ? mid : 0;
     *i1 = h ? f->n : mid;
 }
@@ -2514,12 +2544,9 @@ static void half_rows(const emn_form *f, int h, int *i0, int *i1, int r[4])
 static void lin_half(void *arg, int h)
 {
     const lin_part *L = arg;
-    const emn_form *f = L->f;
-    const emn_lin_split *S = f->lin_split;
-    int i0, i1, r0[4], r1[4];
-    half_rows(f, h, &i0, &i1, r0);
-    for (int q = 0; q < 4; q++) r1[q] = h || !S ? f->lin[q].nrows : S->r[q];
-    lin_rows(L, i0, i1, r0, r1);
+    int i0, i1;
+    half_rows(L->f, h, &i0, &i1);
+    lin_rows(L, i0, i1);
     if (L->nl) batches_half(L->nl, h, L->z, L->w, NULL);
 }
 
@@ -2527,7 +2554,7 @@ void emn_form_in_halves(const emn_form *f, emn_par_fn fn, void *arg)
 {
     emn_lin_split *S = f->lin_split;
     if (!S) fn(arg, 0);
-    else if (emn_par_timed(&S->s, fn, arg)) split_at(f, S);
+    else emn_par_timed(&S->s, fn, arg);
 }
 
 static void eval_linear(const lin_part *L)
@@ -2594,59 +2621,36 @@ void emn_form_close_rows(const emn_form *f, int i0, int i1, double *p, double *F
 }
 
 /* A linear step's rows (emn_form_step_rows): each matrix walked by its
- * row pointers alone, its arrays and position in locals, and the verdict
- * a running maximum, so that nothing the row loop carries from row to
- * row goes through memory.  Walked by their lists of rows with entries
- * and cursors (as lin_rows walks them), through pointers, the four
- * matrices' positions and the verdict were kept on the stack, a store
- * and a load of each at every row: the pass was two fifths of a
- * ladder's step, and rc-1e5 took 0.83 s where it now takes 0.72 (best
- * of six each, alternated).  The sums run in lin_rows's order: the same
- * numbers.  With z_terms false, dp/dz and dF/dz have no entries and are
- * not walked. */
+ * row pointers (walk_row), and the verdict a running maximum, so that
+ * nothing the row loop carries from row to row goes through memory.
+ * Walked by their lists of rows with entries and cursors (as lin_rows
+ * walked them), through pointers, the four matrices' positions and the
+ * verdict were kept on the stack, a store and a load of each at every
+ * row: the pass was two fifths of a ladder's step, and rc-1e5 took 0.83
+ * s where it now takes 0.72 (best of six each, alternated).  The sums
+ * run in lin_rows's order: the same numbers.  With zt false, dp/dz and
+ * dF/dz have no entries and are not walked. */
 static inline __attribute__((always_inline)) void step_rows(const emn_form *f, const double *w,
-                                                             emn_step_check *C, int h, int i0, int i1,
-                                                             bool z_terms)
+                                                             emn_step_check *C, int h, int i0, int i1, bool zt)
 {
-    const emn_cmat *M = f->lin;
-    const int *p0 = M[0].rptr, *p1 = M[1].rptr, *p2 = M[2].rptr, *p3 = M[3].rptr;
-    const int *c0 = M[0].col, *c1 = M[1].col, *c2 = M[2].col, *c3 = M[3].col;
-    const double *v0 = M[0].val, *v1 = M[1].val, *v2 = M[2].val, *v3 = M[3].val;
+    const lin_walk W = walk_of(f);
     const double *pt = f->pt, *ft = f->ft, *hz = C->hz, *hp = C->hp, *ra = C->res_m;
     double *z = C->z, *p = C->p, *F = C->F, *scale = C->scale;
     double a = C->a, ia = C->ia, rt = C->reltol, re = C->res_e;
     int ne = f->ne, bad_w = C->bad_w[h], bad_r = C->bad_r[h];
     /* the largest |residual| less its tolerance (positive: out of it) */
     double over = C->ok[h] ? 0 : 1;
-    int k0 = z_terms ? p0[i0] : 0, k1 = p1[i0], k2 = z_terms ? p2[i0] : 0, k3 = p3[i0];
+    int k0 = W.rp[0][i0], k1 = W.rp[1][i0], k2 = W.rp[2][i0], k3 = W.rp[3][i0];
     for (int i = i0; i < i1; i++) {
         double wi = w[i];
         if (!isfinite(wi) && bad_w < 0) bad_w = i;
         z[i] = (wi - hz[i]) * ia;
         /* p, F and scale summed as lin_rows sums them */
         double m = fabs(pt[i]) + fabs(ft[i]), pi = pt[i], Fi = ft[i];
-        if (z_terms)
-            for (int e = p0[i + 1]; k0 < e; k0++) {
-                double d = v0[k0] * ((w[c0[k0]] - hz[c0[k0]]) * ia);
-                pi += d;
-                m += fabs(d);
-            }
-        for (int e = p1[i + 1]; k1 < e; k1++) {
-            double d = v1[k1] * w[c1[k1]];
-            pi += d;
-            m += fabs(d);
-        }
-        if (z_terms)
-            for (int e = p2[i + 1]; k2 < e; k2++) {
-                double d = v2[k2] * ((w[c2[k2]] - hz[c2[k2]]) * ia);
-                Fi += d;
-                m += fabs(d);
-            }
-        for (int e = p3[i + 1]; k3 < e; k3++) {
-            double d = v3[k3] * w[c3[k3]];
-            Fi += d;
-            m += fabs(d);
-        }
+        if (zt) pi = walk_row(W.rp[0], W.col[0], W.val[0], &k0, i, w, hz, ia, pi, &m, true);
+        pi = walk_row(W.rp[1], W.col[1], W.val[1], &k1, i, w, NULL, 0, pi, &m, true);
+        if (zt) Fi = walk_row(W.rp[2], W.col[2], W.val[2], &k2, i, w, hz, ia, Fi, &m, true);
+        Fi = walk_row(W.rp[3], W.col[3], W.val[3], &k3, i, w, NULL, 0, Fi, &m, true);
         p[i] = pi;
         F[i] = Fi;
         scale[i] = m;
@@ -2675,8 +2679,7 @@ void emn_form_step_rows(const emn_form *f, const double *w, emn_step_check *C, i
 void emn_form_step_half(const emn_form *f, int h, int *i0, int *i1)
 {
     assert(f->nnonlinear == 0);
-    int r[4];           /* lin_rows's positions, not needed here */
-    half_rows(f, h, i0, i1, r);
+    half_rows(f, h, i0, i1);
 }
 
 void emn_form_eval_rest(const emn_form *f, const double *z, double *p, double *F)
