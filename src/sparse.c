@@ -1057,8 +1057,9 @@ static ldl_pattern *analyze_ldl(emn_lu *o, const emn_sparse *A)
         bool split = plan_halves(A, sym, perm, &n0, &t0);
         if (!split) {
             /* AMD's tree is a chain, or nearly (a ladder, a line): cut the
-             * graph in two by a small separator and keep AMD's order on
-             * each side (order_cut); failing that, by METIS's separator
+             * graph in two by a small separator read off AMD's order,
+             * each side in that order or its reverse (order_cut); failing
+             * that, by METIS's separator
              * with each side ordered by AMD before it (CAMD), if either
              * costs little fill */
             for (int how = 0; how < 2 && !split; how++) {
