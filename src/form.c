@@ -1448,12 +1448,6 @@ static int *bucket_couplings(const emn_form *f, const tcouplings *tc, bool sourc
  * not worth a second core. */
 #define EMN_LIN_HALVES_MIN 50000
 
-/* Where the evaluations' halves meet: at first f->lin_mid, then where
- * their measured times say (par.h). */
-typedef struct emn_lin_split {
-    emn_par_split s;
-} emn_lin_split;
-
 /* The row that splits the linear part of an evaluation (the copy of the
  * constant parts, a row each, and the four matrices' entries) in two
  * halves of nearly equal work. */
@@ -1475,8 +1469,8 @@ static void split_rows(emn_form *f)
     if (lo <= 0 || lo >= n) return;
     f->lin_mid = lo;
     f->lin_split = emn_xcalloc(1, sizeof *f->lin_split);
-    f->lin_split->s.mid = lo;
-    f->lin_split->s.n = n;
+    f->lin_split->mid = lo;
+    f->lin_split->n = n;
 }
 
 /* The four constant matrices (dp/dz, dp/dw, dF/dz, dF/dw of the linear
@@ -2428,6 +2422,13 @@ static void cmat_add(const emn_cmat *M, const double *x, double *y, double *scal
     }
 }
 
+/* Whether dp/dz or dF/dz has entries (inductors, springs): the walks
+ * below are compiled apart for the two cases. */
+static bool has_z_terms(const emn_form *f)
+{
+    return f->lin[0].nnz > 0 || f->lin[2].nnz > 0;
+}
+
 /* Row i's entries of one matrix (row pointers rp), walked from *k on:
  * added to s, and with mag their magnitudes to *m.  With hz, the
  * coordinates are z = (w - hz) ia, made from x = w where they are read
@@ -2499,8 +2500,7 @@ static inline __attribute__((always_inline)) void lin_rows_with(const lin_part *
 
 static void lin_rows(const lin_part *L, int i0, int i1)
 {
-    const emn_form *f = L->f;
-    bool zt = f->lin[0].nnz > 0 || f->lin[2].nnz > 0;
+    bool zt = has_z_terms(L->f);
     /* at w = 0 (rest): no w terms, and no scale */
     if (L->rest) {
         if (zt) lin_rows_with(L, i0, i1, false, true, false);
@@ -2534,8 +2534,8 @@ static void batches_half(emn_form *f, int h, const double *z, const double *w, c
  * 0 when it is not split). */
 static void half_rows(const emn_form *f, int h, int *i0, int *i1)
 {
-    const emn_lin_split *S = f->lin_split;
-    int mid = S ? S->s.mid : f->n;
+    const emn_par_split *S = f->lin_split;
+    int mid = S ? S->mid : f->n;
     *i0 = h ? mid : 0;
     *i1 = h ? f->n : mid;
 }
@@ -2552,9 +2552,8 @@ static void lin_half(void *arg, int h)
 
 void emn_form_in_halves(const emn_form *f, emn_par_fn fn, void *arg)
 {
-    emn_lin_split *S = f->lin_split;
-    if (!S) fn(arg, 0);
-    else emn_par_timed(&S->s, fn, arg);
+    if (!f->lin_split) fn(arg, 0);
+    else emn_par_timed(f->lin_split, fn, arg);
 }
 
 static void eval_linear(const lin_part *L)
@@ -2672,7 +2671,7 @@ static inline __attribute__((always_inline)) void step_rows(const emn_form *f, c
 
 void emn_form_step_rows(const emn_form *f, const double *w, emn_step_check *C, int h, int i0, int i1)
 {
-    if (f->lin[0].nnz > 0 || f->lin[2].nnz > 0) step_rows(f, w, C, h, i0, i1, true);
+    if (has_z_terms(f)) step_rows(f, w, C, h, i0, i1, true);
     else step_rows(f, w, C, h, i0, i1, false);
 }
 

@@ -187,9 +187,9 @@ typedef struct emn_form {
     /* Rows [0, lin_mid) and [lin_mid, n) share out the linear part of an
      * evaluation evenly by entries, for two cores (par.h); lin_mid = 0:
      * one part.  The evaluations split there first, and then where their
-     * halves' measured times say (lin_split, form.c). */
+     * halves' measured times say (lin_split; NULL: one part). */
     int lin_mid;
-    struct emn_lin_split *lin_split;
+    emn_par_split *lin_split;
     /* An order of the coordinates for eliminating the Newton matrix,
      * left by the operating point's analysis of the circuit's reduced
      * system (op.c), for the transient's to try (emn_lu_hint_order); or

@@ -1059,9 +1059,8 @@ static ldl_pattern *analyze_ldl(emn_lu *o, const emn_sparse *A)
             /* AMD's tree is a chain, or nearly (a ladder, a line): cut the
              * graph in two by a small separator read off AMD's order,
              * each side in that order or its reverse (order_cut); failing
-             * that, by METIS's separator
-             * with each side ordered by AMD before it (CAMD), if either
-             * costs little fill */
+             * that, by METIS's separator with each side ordered by AMD
+             * before it (CAMD); either only if it costs little fill */
             for (int how = 0; how < 2 && !split; how++) {
                 cholmod_factor *cut = how == 0 ? order_cut(A, &S, cc, sym->Perm, lnz) : bisected(&S, cc, lnz);
                 if (cut) {

@@ -76,7 +76,7 @@ typedef struct emn_lu_stats {
     long tiny;              /* factorizations made as small dense blocks (sparse.c) */
     long hinted;            /* L D L' analyses made in the order hinted (emn_lu_hint_order) */
     long ordered;           /* L D L' analyses that ordered the pattern themselves (AMD's, at least) */
-    long cut_by[2];         /* their halves made by cutting AMD's order, by METIS's separator (sparse.c) */
+    long cut_by[2];         /* their halves cut from AMD's order [0], by METIS's separator [1] (sparse.c) */
     long single;            /* supernodal L L' factorizations kept in single precision */
 } emn_lu_stats;
 
